@@ -1,0 +1,131 @@
+package nspattern
+
+import (
+	"strings"
+	"testing"
+)
+
+// The cases follow Argo CD's documentation for "Applications in any
+// namespace" and the behaviour of its util/glob and util/regex packages.
+func TestMatchFollowsArgoCD(t *testing.T) {
+	tests := []struct {
+		name     string
+		patterns []string
+		ns       string
+		want     bool
+	}{
+		{"exact name", []string{"team-one"}, "team-one", true},
+		{"exact name is not a prefix", []string{"team-one"}, "team-one-x", false},
+		{"star matches everything", []string{"*"}, "anything", true},
+		{"glob prefix", []string{"team-*"}, "team-a", true},
+		{"glob prefix needs the prefix", []string{"team-*"}, "teams", false},
+		{"question mark is one character", []string{"team-?"}, "team-a", true},
+		{"question mark is not two", []string{"team-?"}, "team-ab", false},
+		{"character class", []string{"team-[ab]"}, "team-b", true},
+		{"negated character class", []string{"team-[!ab]"}, "team-a", false},
+		{"alternatives", []string{"{dev,prod}-*"}, "prod-x", true},
+		{"second entry matches", []string{"a", "b"}, "b", true},
+		{"no entry matches", []string{"a", "b"}, "c", false},
+		{"empty list matches nothing", nil, "a", false},
+		{"regex", []string{"/^team-(one|two)$/"}, "team-two", true},
+		{"regex anchored", []string{"/^team-(one|two)$/"}, "team-three", false},
+		{"regex is unanchored as in Argo CD", []string{"/team/"}, "my-team-x", true},
+		{"regex lookahead from Argo CD docs", []string{"/^((?!not-allowed).)*$/"}, "allowed", true},
+		{"regex lookahead excludes", []string{"/^((?!not-allowed).)*$/"}, "x-not-allowed", false},
+		{"empty regex matches all", []string{"//"}, "x", true},
+		{"broken glob matches nothing", []string{"team-["}, "team-[", false},
+		{"broken regex matches nothing", []string{"/(/"}, "(", false},
+		{"broken entry does not hide a good one", []string{"/(/", "x"}, "x", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CompileList(tt.patterns).Match(tt.ns)
+			if err != nil {
+				t.Fatalf("Match(%q): unexpected error %v", tt.ns, err)
+			}
+			if got != tt.want {
+				t.Errorf("%q matching %q = %v, want %v", tt.patterns, tt.ns, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompileReportsBrokenEntries(t *testing.T) {
+	tests := []struct {
+		raw     string
+		wantErr string
+	}{
+		{"", "empty"},
+		{"/", "lone"},
+		{"team-[", "invalid glob"},
+		{"/(/", "invalid regular expression"},
+		{"/[z-a]/", "invalid regular expression"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			_, err := Compile(tt.raw)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Compile(%q) error = %v, want it to mention %q", tt.raw, err, tt.wantErr)
+			}
+		})
+	}
+	l := CompileList([]string{"ok", "team-[", "/(/"})
+	if l.Len() != 1 || len(l.Errors) != 2 {
+		t.Fatalf("CompileList kept %d patterns and %d errors, want 1 and 2", l.Len(), len(l.Errors))
+	}
+	if !strings.Contains(l.Errors[0].Error(), `"team-["`) {
+		t.Errorf("error %q does not name the entry", l.Errors[0])
+	}
+}
+
+func TestCatastrophicRegexTimesOut(t *testing.T) {
+	l := CompileList([]string{"/^(a+)+$/"})
+	matched, err := l.Match(strings.Repeat("a", 40) + "!")
+	if matched {
+		t.Fatal("timed-out regex matched")
+	}
+	if err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("want a timeout error, got %v", err)
+	}
+}
+
+func TestSplitCommaList(t *testing.T) {
+	got := SplitCommaList(" team-a, team-b ,,/^x$/ ")
+	want := []string{"team-a", "team-b", "/^x$/"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("SplitCommaList = %q, want %q", got, want)
+	}
+	if SplitCommaList("") != nil {
+		t.Fatal("empty string should give no entries")
+	}
+}
+
+func TestCacheReturnsSameListAndStaysBounded(t *testing.T) {
+	c := NewCache(2)
+	a := c.Compile([]string{"a"})
+	if c.Compile([]string{"a"}) != a {
+		t.Fatal("cache compiled the same list twice")
+	}
+	c.Compile([]string{"b"})
+	c.Compile([]string{"c"})
+	if len(c.lists) > 2 {
+		t.Fatalf("cache holds %d lists, bound is 2", len(c.lists))
+	}
+	// Entries that differ only in where a comma would be must not collide.
+	if c.Compile([]string{"a,b"}) == c.Compile([]string{"a", "b"}) {
+		t.Fatal("different lists share a cache entry")
+	}
+}
+
+func FuzzCompile(f *testing.F) {
+	for _, s := range []string{"team-*", "/^x(?!y)$/", "[", "/", "//", "{a,b}", "\\", "/(/"} {
+		f.Add(s, "team-a")
+	}
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		p, err := Compile(pattern)
+		if err != nil {
+			return
+		}
+		_, _ = p.Match(name)
+	})
+}

@@ -1,0 +1,10 @@
+// Command gatehouse runs every Gatehouse role; see `gatehouse --help`.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+}

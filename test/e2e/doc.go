@@ -1,0 +1,4 @@
+// Package e2e runs Gatehouse against a real kube-apiserver and etcd (built by
+// test/tools/install.sh, started by controller-runtime's envtest), driving it
+// with the real kubectl as tenants and administrators would.
+package e2e

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// cluster is one running API server with Gatehouse admitting into it.
+type cluster struct {
+	env        *envtest.Environment
+	client     client.Client
+	kubectl    string
+	adminCfg   string // kubeconfig paths
+	tenantCfg  string
+	dir        string
+	controller *exec.Cmd
+	logs       *bytes.Buffer
+}
+
+var shared *cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	c, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: set up:", err)
+		if c != nil {
+			c.stop()
+		}
+		return 1
+	}
+	shared = c
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- gatehouse controller log ---\n%s\n", c.logs.String())
+	}
+	c.stop()
+	return code
+}
+
+// assets returns the directory with kube-apiserver, etcd and kubectl,
+// building them first when KUBEBUILDER_ASSETS is not set.
+func assets() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	out, err := exec.Command("../tools/install.sh").Output()
+	if err != nil {
+		return "", fmt.Errorf("build test binaries with test/tools/install.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func start() (*cluster, error) {
+	dir, err := assets()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gatehouse-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl"), logs: &bytes.Buffer{}}
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: dir,
+		CRDDirectoryPaths:     []string{"testdata/crds"},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := c.env.Start()
+	if err != nil {
+		return c, fmt.Errorf("start kube-apiserver and etcd: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	if c.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return c, err
+	}
+	if c.adminCfg, err = c.kubeconfig("admin", []string{"system:masters"}); err != nil {
+		return c, err
+	}
+	if c.tenantCfg, err = c.kubeconfig("alice", []string{"team-a-devs"}); err != nil {
+		return c, err
+	}
+	if err := c.seed(); err != nil {
+		return c, fmt.Errorf("create namespaces, RBAC and settings: %w", err)
+	}
+	if err := c.startController(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c *cluster) kubeconfig(user string, groups []string) (string, error) {
+	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", user, err)
+	}
+	raw, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.dir, user+".kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+func (c *cluster) seed() error {
+	ctx := context.Background()
+	objs := []client.Object{}
+	for _, ns := range []string{"argocd", "gatehouse-system", "team-a", "team-b", "sandbox"} {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	objs = append(objs,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-webhook-tls", Namespace: "gatehouse-system"}},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "argocd-cmd-params-cm", Namespace: "argocd"},
+			Data:       map[string]string{"application.namespaces": "team-*"},
+		},
+		// alice may manage Applications in team-a and team-b, nothing else:
+		// what stops her using other teams' projects is Gatehouse.
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "application-editor"},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+			}},
+		},
+	)
+	for _, ns := range []string{"team-a", "team-b"} {
+		objs = append(objs, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a-devs", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "application-editor"},
+			Subjects:   []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "team-a-devs"}},
+		})
+	}
+	for _, o := range objs {
+		if err := c.client.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startController builds gatehouse, registers the shipped webhook
+// configuration (pointed at 127.0.0.1 instead of the in-cluster Service),
+// and runs `gatehouse controller` with a self-managed certificate.
+func (c *cluster) startController() error {
+	bin := filepath.Join(c.dir, "gatehouse")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/gatehouse")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build gatehouse: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return err
+	}
+	if err := c.registerWebhook(port); err != nil {
+		return err
+	}
+	c.controller = exec.Command(bin, "controller",
+		"--kubeconfig", c.adminCfg,
+		"--namespace", "gatehouse-system",
+		"--control-plane-namespace", "argocd",
+		"--webhook-port", fmt.Sprint(port),
+		"--webhook-cert-dir", filepath.Join(c.dir, "certs"),
+		"--webhook-cert-extra-hosts", "127.0.0.1",
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
+		"--log-level", "debug", "--log-format", "text")
+	c.controller.Stdout, c.controller.Stderr = c.logs, c.logs
+	if err := c.controller.Start(); err != nil {
+		return fmt.Errorf("start gatehouse controller: %w", err)
+	}
+	return waitReady(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort), 60*time.Second)
+}
+
+func waitReady(url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("gatehouse controller not ready at %s after %s", url, limit)
+}
+
+func (c *cluster) registerWebhook(port int) error {
+	raw, err := os.ReadFile("../../manifests/base/webhook.yaml")
+	if err != nil {
+		return err
+	}
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+		return fmt.Errorf("decode manifests/base/webhook.yaml: %w", err)
+	}
+	for i := range cfg.Webhooks {
+		svc := cfg.Webhooks[i].ClientConfig.Service
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *svc.Path)
+		cfg.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	}
+	return c.client.Create(context.Background(), &cfg)
+}
+
+func (c *cluster) stop() {
+	if c.controller != nil && c.controller.Process != nil {
+		_ = c.controller.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = c.controller.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = c.controller.Process.Kill()
+		}
+	}
+	if c.env != nil {
+		_ = c.env.Stop()
+	}
+	_ = os.RemoveAll(c.dir)
+}
+
+// kubectlResult is what a kubectl run printed.
+type kubectlResult struct {
+	stdout, stderr string
+	err            error
+}
+
+// kubectl runs the real kubectl with the given kubeconfig; stdin is an
+// optional manifest for `-f -`.
+func (c *cluster) run(kubeconfig, stdin string, args ...string) kubectlResult {
+	cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	return kubectlResult{stdout: out.String(), stderr: errb.String(), err: err}
+}

@@ -1,0 +1,169 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+)
+
+// maxLabelValue is the Kubernetes limit on a label value, which Argo CD's
+// label tracking stores the Application's instance name in.
+const maxLabelValue = 63
+
+// Application reviews an Application. old is nil on CREATE.
+func (r *Rules) Application(ctx context.Context, op Operation, app, old *v1alpha1.Application) (Verdict, error) {
+	if op == Delete {
+		return allow(), nil
+	}
+	s := r.settings()
+	problem, warnings, err := r.applicationProblem(ctx, s, app)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if op == Update && old != nil && old.ProjectName() == app.ProjectName() {
+		// The fields that decide where an Application may live did not
+		// change: never block edits to labels or finalizers, or deletion
+		// would get stuck on an Application that drifted out of policy.
+		if problem != "" {
+			warnings = append(warnings, fmt.Sprintf(
+				"Application %s/%s is not compliant and Argo CD will not reconcile it: %s (allowed because spec.project did not change)",
+				app.Namespace, app.Name, problem))
+		}
+		return allow(warnings...), nil
+	}
+	if problem != "" {
+		return deny(problem, warnings...), nil
+	}
+	if quotaProblem, err := r.quotaProblem(ctx, app); err != nil || quotaProblem != "" {
+		return deny(quotaProblem, warnings...), err
+	}
+	return allow(warnings...), nil
+}
+
+// applicationProblem returns why Argo CD would refuse the Application, or
+// "" when it would not, plus warnings that do not block it.
+func (r *Rules) applicationProblem(ctx context.Context, s *settings.Settings, app *v1alpha1.Application) (string, []string, error) {
+	var warnings []string
+	if p, w := trackingProblem(s, app); p != "" {
+		return p, nil, nil
+	} else if w != "" {
+		warnings = append(warnings, w)
+	}
+	if app.Namespace == s.ControlPlaneNamespace {
+		return "", warnings, nil
+	}
+	enabled, err := s.NamespaceEnabled(app.Namespace)
+	if err != nil {
+		warnings = append(warnings, "application.namespaces: "+err.Error())
+	}
+	if !enabled {
+		return fmt.Sprintf(
+			"namespace %q is not enabled for Argo CD Applications: Argo CD only reconciles Applications in %q and in namespaces listed in application.namespaces (ConfigMap %s/%s); ask your Argo CD administrator to enable it",
+			app.Namespace, s.ControlPlaneNamespace, s.ControlPlaneNamespace, settings.CmdParamsConfigMap), warnings, nil
+	}
+	permitted, w, err := r.projectPermits(ctx, app.ProjectName(), app.Namespace)
+	if err != nil {
+		return "", nil, err
+	}
+	warnings = append(warnings, w...)
+	if !permitted {
+		// One text whether the project is missing or refuses the namespace,
+		// so tenants cannot probe which projects exist.
+		return fmt.Sprintf(
+			"project %q does not exist or does not permit Applications from namespace %q: ask the owner of AppProject %q to add %q to its spec.sourceNamespaces, or use a project that permits this namespace",
+			app.ProjectName(), app.Namespace, app.ProjectName(), app.Namespace), warnings, nil
+	}
+	return "", warnings, nil
+}
+
+// projectPermits reports whether AppProject project lists ns in its
+// sourceNamespaces. A missing project permits nothing.
+func (r *Rules) projectPermits(ctx context.Context, project, ns string) (bool, []string, error) {
+	proj, err := r.cluster.Project(ctx, project)
+	if err != nil {
+		return false, nil, fmt.Errorf("read AppProject %q: %w", project, err)
+	}
+	if proj == nil {
+		return false, nil, nil
+	}
+	ok, mErr := r.patterns.Compile(proj.Spec.SourceNamespaces).Match(ns)
+	if mErr != nil {
+		return ok, []string{fmt.Sprintf("AppProject %q sourceNamespaces: %v", project, mErr)}, nil
+	}
+	return ok, nil, nil
+}
+
+// trackingProblem checks the instance name Argo CD's label tracking writes:
+// "<namespace>_<name>" outside the control-plane namespace, "<name>" in it.
+func trackingProblem(s *settings.Settings, app *v1alpha1.Application) (problem, warning string) {
+	if s.TrackingMethod == settings.TrackingAnnotation {
+		return "", ""
+	}
+	value := app.Name
+	if app.Namespace != s.ControlPlaneNamespace {
+		value = app.Namespace + "_" + app.Name
+	}
+	if len(value) <= maxLabelValue {
+		return "", ""
+	}
+	over := len(value) - maxLabelValue
+	if s.TrackingMethod == settings.TrackingLabel {
+		return fmt.Sprintf(
+			"Application name is too long for label tracking: Argo CD labels every resource it manages with %q (%d characters) and label values may have at most %d; shorten the name by at least %d character(s)",
+			value, len(value), maxLabelValue, over), ""
+	}
+	return "", fmt.Sprintf(
+		"the tracking label value %q is %d characters, over the limit of %d: Argo CD truncates it, so tracking relies on the annotation alone; a name %d characters shorter avoids this",
+		value, len(value), maxLabelValue, over)
+}
+
+// quotaProblem enforces gatehouse.io/max-applications on the project the
+// Application joins. It runs after the permission check, so it never tells
+// a tenant anything about a project it may not use.
+func (r *Rules) quotaProblem(ctx context.Context, app *v1alpha1.Application) (string, error) {
+	proj, err := r.cluster.Project(ctx, app.ProjectName())
+	if err != nil {
+		return "", fmt.Errorf("read AppProject %q: %w", app.ProjectName(), err)
+	}
+	if proj == nil {
+		return "", nil
+	}
+	raw, ok := proj.Annotations[AnnotationMaxApplications]
+	if !ok {
+		return "", nil
+	}
+	limit, err := parseLimit(raw)
+	if err != nil {
+		// A broken limit was admitted before this rule existed or written
+		// around the webhook; fail closed rather than ignore the cap.
+		return fmt.Sprintf("AppProject %q has an invalid %s annotation (%v); ask an administrator to fix it",
+			proj.Name, AnnotationMaxApplications, err), nil
+	}
+	apps, err := r.cluster.ApplicationsOfProject(ctx, proj.Name)
+	if err != nil {
+		return "", fmt.Errorf("list Applications of project %q: %w", proj.Name, err)
+	}
+	existing := 0
+	for _, a := range apps {
+		if a.Namespace != app.Namespace || a.Name != app.Name {
+			existing++
+		}
+	}
+	if existing >= limit {
+		return fmt.Sprintf(
+			"AppProject %q allows at most %d Applications (annotation %s) and already has %d: delete an Application you no longer need, or ask an administrator to raise the limit",
+			proj.Name, limit, AnnotationMaxApplications, existing), nil
+	}
+	return "", nil
+}
+
+func parseLimit(raw string) (int, error) {
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a whole number of 0 or more, got %q", raw)
+	}
+	return n, nil
+}

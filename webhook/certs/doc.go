@@ -1,0 +1,4 @@
+// Package certs manages the webhook's serving certificate when no
+// cert-manager is installed: a CA and a leaf kept in one Secret shared by all
+// replicas, written to the serving directory, and injected as caBundle.
+package certs

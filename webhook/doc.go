@@ -1,0 +1,4 @@
+// Package webhook owns Gatehouse's admission rules for Argo CD Applications
+// and AppProjects, the HTTP handler that serves them to the API server, and
+// the cluster views the rules read (watch cache, or files for `admit`).
+package webhook

@@ -1,0 +1,34 @@
+package webhook
+
+import (
+	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+)
+
+// Annotations Gatehouse reads on AppProjects.
+const (
+	// AnnotationMaxApplications caps how many Applications may reference a
+	// project.
+	AnnotationMaxApplications = "gatehouse.io/max-applications"
+	// AnnotationAllowOrphans lets an admin narrow or delete a project even
+	// though Applications rely on it.
+	AnnotationAllowOrphans = "gatehouse.io/allow-orphaned-applications"
+)
+
+// maxListed is how many Applications a deny message names before it only
+// counts the rest.
+const maxListed = 10
+
+// Rules evaluates admission requests. It is safe for concurrent use; the
+// settings are read once per request so a reload never mixes two views.
+type Rules struct {
+	settings func() *settings.Settings
+	cluster  Cluster
+	patterns *nspattern.Cache
+}
+
+// NewRules returns rules that read settings (called once per request, so it
+// may return a newer value after a ConfigMap changes) and cluster state.
+func NewRules(current func() *settings.Settings, cluster Cluster) *Rules {
+	return &Rules{settings: current, cluster: cluster, patterns: nspattern.NewCache(0)}
+}
