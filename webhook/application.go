@@ -19,7 +19,7 @@ func (r *Rules) Application(ctx context.Context, op Operation, app, old *v1alpha
 		return allow(), nil
 	}
 	s := r.settings()
-	problem, warnings, err := r.applicationProblem(ctx, s, app)
+	problem, proj, warnings, err := r.applicationProblem(ctx, s, app)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -37,23 +37,30 @@ func (r *Rules) Application(ctx context.Context, op Operation, app, old *v1alpha
 	if problem != "" {
 		return deny(problem, warnings...), nil
 	}
-	if quotaProblem, err := r.quotaProblem(ctx, app); err != nil || quotaProblem != "" {
+	if proj == nil && app.Namespace == s.ControlPlaneNamespace {
+		// Applications there may use any project, so none was looked up.
+		if proj, err = r.project(ctx, app.ProjectName()); err != nil {
+			return Verdict{}, err
+		}
+	}
+	if quotaProblem, err := r.quotaProblem(ctx, proj, app); err != nil || quotaProblem != "" {
 		return deny(quotaProblem, warnings...), err
 	}
 	return allow(warnings...), nil
 }
 
 // applicationProblem returns why Argo CD would refuse the Application, or
-// "" when it would not, plus warnings that do not block it.
-func (r *Rules) applicationProblem(ctx context.Context, s *settings.Settings, app *v1alpha1.Application) (string, []string, error) {
+// "" when it would not, the project it looked up (nil when none was needed
+// or it does not exist), and warnings that do not block it.
+func (r *Rules) applicationProblem(ctx context.Context, s *settings.Settings, app *v1alpha1.Application) (string, *v1alpha1.AppProject, []string, error) {
 	var warnings []string
 	if p, w := trackingProblem(s, app); p != "" {
-		return p, nil, nil
+		return p, nil, nil, nil
 	} else if w != "" {
 		warnings = append(warnings, w)
 	}
 	if app.Namespace == s.ControlPlaneNamespace {
-		return "", warnings, nil
+		return "", nil, warnings, nil
 	}
 	enabled, err := s.NamespaceEnabled(app.Namespace)
 	if err != nil {
@@ -62,38 +69,43 @@ func (r *Rules) applicationProblem(ctx context.Context, s *settings.Settings, ap
 	if !enabled {
 		return fmt.Sprintf(
 			"namespace %q is not enabled for Argo CD Applications: Argo CD only reconciles Applications in %q and in namespaces listed in application.namespaces (ConfigMap %s/%s); ask your Argo CD administrator to enable it",
-			app.Namespace, s.ControlPlaneNamespace, s.ControlPlaneNamespace, settings.CmdParamsConfigMap), warnings, nil
+			app.Namespace, s.ControlPlaneNamespace, s.ControlPlaneNamespace, settings.CmdParamsConfigMap), nil, warnings, nil
 	}
-	permitted, w, err := r.projectPermits(ctx, app.ProjectName(), app.Namespace)
+	proj, err := r.project(ctx, app.ProjectName())
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
+	permitted, w := r.projectPermits(proj, app.Namespace)
 	warnings = append(warnings, w...)
 	if !permitted {
 		// One text whether the project is missing or refuses the namespace,
 		// so tenants cannot probe which projects exist.
 		return fmt.Sprintf(
 			"project %q does not exist or does not permit Applications from namespace %q: ask the owner of AppProject %q to add %q to its spec.sourceNamespaces, or use a project that permits this namespace",
-			app.ProjectName(), app.Namespace, app.ProjectName(), app.Namespace), warnings, nil
+			app.ProjectName(), app.Namespace, app.ProjectName(), app.Namespace), nil, warnings, nil
 	}
-	return "", warnings, nil
+	return "", proj, warnings, nil
 }
 
-// projectPermits reports whether AppProject project lists ns in its
-// sourceNamespaces. A missing project permits nothing.
-func (r *Rules) projectPermits(ctx context.Context, project, ns string) (bool, []string, error) {
-	proj, err := r.cluster.Project(ctx, project)
+func (r *Rules) project(ctx context.Context, name string) (*v1alpha1.AppProject, error) {
+	proj, err := r.cluster.Project(ctx, name)
 	if err != nil {
-		return false, nil, fmt.Errorf("read AppProject %q: %w", project, err)
+		return nil, fmt.Errorf("read AppProject %q: %w", name, err)
 	}
+	return proj, nil
+}
+
+// projectPermits reports whether proj lists ns in its sourceNamespaces. A
+// missing project permits nothing.
+func (r *Rules) projectPermits(proj *v1alpha1.AppProject, ns string) (bool, []string) {
 	if proj == nil {
-		return false, nil, nil
+		return false, nil
 	}
 	ok, mErr := r.patterns.Compile(proj.Spec.SourceNamespaces).Match(ns)
 	if mErr != nil {
-		return ok, []string{fmt.Sprintf("AppProject %q sourceNamespaces: %v", project, mErr)}, nil
+		return ok, []string{fmt.Sprintf("AppProject %q sourceNamespaces: %v", proj.Name, mErr)}
 	}
-	return ok, nil, nil
+	return ok, nil
 }
 
 // trackingProblem checks the instance name Argo CD's label tracking writes:
@@ -123,11 +135,7 @@ func trackingProblem(s *settings.Settings, app *v1alpha1.Application) (problem, 
 // quotaProblem enforces gatehouse.io/max-applications on the project the
 // Application joins. It runs after the permission check, so it never tells
 // a tenant anything about a project it may not use.
-func (r *Rules) quotaProblem(ctx context.Context, app *v1alpha1.Application) (string, error) {
-	proj, err := r.cluster.Project(ctx, app.ProjectName())
-	if err != nil {
-		return "", fmt.Errorf("read AppProject %q: %w", app.ProjectName(), err)
-	}
+func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app *v1alpha1.Application) (string, error) {
 	if proj == nil {
 		return "", nil
 	}

@@ -2,10 +2,13 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
@@ -32,29 +35,78 @@ func IndexApplicationsByProject(ctx context.Context, indexer client.FieldIndexer
 }
 
 // CacheCluster answers the rules from the controller's shared watch cache.
+// AppProjects are read on every review, so it keeps its own name → project
+// map, fed by the AppProject informer: a lookup is a map read with no copy,
+// where a cache Get copies the object and resolves its REST mapping.
 type CacheCluster struct {
 	reader                client.Reader
 	controlPlaneNamespace string
+
+	mu       sync.RWMutex
+	projects map[string]*v1alpha1.AppProject
+	synced   func() bool
 }
 
 // NewCacheCluster reads AppProjects from controlPlaneNamespace and
-// Applications from every namespace through reader (a started cache with
-// IndexProject registered).
-func NewCacheCluster(reader client.Reader, controlPlaneNamespace string) *CacheCluster {
-	return &CacheCluster{reader: reader, controlPlaneNamespace: controlPlaneNamespace}
+// Applications from every namespace through c (IndexProject must be
+// registered). Call it before the cache starts; Ready reports when the
+// project map has caught up with the cache.
+func NewCacheCluster(ctx context.Context, c cache.Cache, controlPlaneNamespace string) (*CacheCluster, error) {
+	cc := &CacheCluster{reader: c, controlPlaneNamespace: controlPlaneNamespace, projects: map[string]*v1alpha1.AppProject{}}
+	inf, err := c.GetInformer(ctx, &v1alpha1.AppProject{})
+	if err != nil {
+		return nil, fmt.Errorf("watch AppProjects: %w", err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    cc.put,
+		UpdateFunc: func(_, obj any) { cc.put(obj) },
+		DeleteFunc: cc.remove,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch AppProjects: %w", err)
+	}
+	cc.synced = reg.HasSynced
+	return cc, nil
 }
 
-// Project implements Cluster.
-func (c *CacheCluster) Project(ctx context.Context, name string) (*v1alpha1.AppProject, error) {
-	var p v1alpha1.AppProject
-	err := c.reader.Get(ctx, types.NamespacedName{Namespace: c.controlPlaneNamespace, Name: name}, &p)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+// Ready is a readiness check: nil once every AppProject in the cache is in
+// the project map.
+func (c *CacheCluster) Ready(*http.Request) error {
+	if !c.synced() {
+		return errors.New("AppProjects not loaded yet")
 	}
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+func (c *CacheCluster) put(obj any) {
+	p, ok := obj.(*v1alpha1.AppProject)
+	if !ok || p.Namespace != c.controlPlaneNamespace {
+		return
 	}
-	return &p, nil
+	c.mu.Lock()
+	c.projects[p.Name] = p
+	c.mu.Unlock()
+}
+
+func (c *CacheCluster) remove(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*v1alpha1.AppProject)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	delete(c.projects, p.Name)
+	c.mu.Unlock()
+}
+
+// Project implements Cluster. The object is shared with the cache: the
+// rules only read it.
+func (c *CacheCluster) Project(_ context.Context, name string) (*v1alpha1.AppProject, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.projects[name], nil
 }
 
 // ApplicationsOfProject implements Cluster.

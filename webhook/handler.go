@@ -37,22 +37,44 @@ type review[T any] struct {
 
 // NewApplicationHandler serves AdmissionReviews for Applications.
 func NewApplicationHandler(o HandlerOptions) http.Handler {
-	return &handler[v1alpha1.Application]{
+	return &handler[reviewedApplication]{
 		opts:     o,
 		resource: v1alpha1.ResourceApplications,
 		kind:     v1alpha1.KindApplication,
-		evaluate: func(ctx context.Context, r review[v1alpha1.Application]) (Verdict, error) {
-			return o.Rules.Application(ctx, r.op, r.obj, r.old)
+		evaluate: func(ctx context.Context, r review[reviewedApplication]) (Verdict, error) {
+			return o.Rules.Application(ctx, r.op, r.obj.application(), r.old.application())
 		},
-		fill: func(a *v1alpha1.Application, ns, name string) {
-			if a.Namespace == "" {
-				a.Namespace = ns
+		fill: func(a *reviewedApplication, ns, name string) {
+			if a.Metadata.Namespace == "" {
+				a.Metadata.Namespace = ns
 			}
-			if a.Name == "" {
-				a.Name = name
+			if a.Metadata.Name == "" {
+				a.Metadata.Name = name
 			}
 		},
 	}
+}
+
+// reviewedApplication is all an Application review decodes: Argo CD's
+// Applications carry large specs, managedFields and last-applied copies,
+// and skipping them without allocating is most of a review's cost.
+type reviewedApplication struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		Project string `json:"project"`
+	} `json:"spec"`
+}
+
+func (a *reviewedApplication) application() *v1alpha1.Application {
+	if a == nil {
+		return nil
+	}
+	app := &v1alpha1.Application{}
+	app.Name, app.Namespace, app.Spec.Project = a.Metadata.Name, a.Metadata.Namespace, a.Spec.Project
+	return app
 }
 
 // NewAppProjectHandler serves AdmissionReviews for AppProjects.
@@ -95,7 +117,7 @@ func (h *handler[T]) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("content type %q is not supported, send application/json", ct), http.StatusUnsupportedMediaType)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxReviewBytes))
+	body, err := readBody(w, req)
 	if err != nil {
 		http.Error(w, "read AdmissionReview: "+err.Error(), http.StatusBadRequest)
 		return
@@ -189,4 +211,18 @@ func verdictLabel(v Verdict, code int32) string {
 	default:
 		return "denied"
 	}
+}
+
+// readBody reads the request in one allocation when the length is known
+// (the API server always sends it), bounded by maxReviewBytes.
+func readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	r := http.MaxBytesReader(w, req.Body, maxReviewBytes)
+	if n := req.ContentLength; n > 0 && n <= maxReviewBytes {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(r)
 }

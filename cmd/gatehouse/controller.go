@@ -7,25 +7,28 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/webhook"
@@ -50,7 +53,8 @@ type controllerOptions struct {
 	MetricsBindAddress string
 	ProbeBindAddress   string
 
-	Log logOptions
+	Agents agentServerOptions
+	Log    logOptions
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides
@@ -71,6 +75,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.WebhookExtraHosts, "webhook-cert-extra-hosts", nil, "extra DNS names or IP addresses for the self-managed certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
 }
 
@@ -81,10 +86,11 @@ func (o *controllerOptions) Complete(fs *pflag.FlagSet) {
 	if fs.Changed("tracking-method") {
 		o.overrides.TrackingMethod = &o.TrackingMethod
 	}
+	o.Agents.complete(o.WebhookCertDir, o.Namespace)
 }
 
 func (o *controllerOptions) Validate() []error {
-	errs := o.Log.Validate()
+	errs := append(o.Log.Validate(), o.Agents.validate()...)
 	if o.ControlPlaneNamespace == "" {
 		errs = append(errs, errors.New("--control-plane-namespace must not be empty"))
 	}
@@ -112,12 +118,17 @@ func newControllerCommand() *cobra.Command {
 	o := &controllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the admission webhook for Argo CD Applications and AppProjects",
+		Short: "Run the admission webhook and the control plane agents connect to",
 		Long: `Run the Gatehouse controller: a validating admission webhook that rejects
 Applications whose namespace is not enabled or not permitted by their
 AppProject, names that break Argo CD's label tracking, and AppProject changes
 that would strand Applications. It reads Applications, AppProjects and Argo
-CD's settings from one watch cache and is ready once that cache has synced.`,
+CD's settings from one watch cache and is ready once that cache has synced.
+
+It also serves the agents that run beside every proxy (gRPC over TLS,
+authenticated with ServiceAccount tokens through TokenReview) and pushes them
+the current snapshot; until the cluster source exists, --snapshot-dir names
+the files to serve.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags())
@@ -144,10 +155,15 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// Served on the metrics port: the agent registry, for `gatehouse status`.
+	// The agent server needs the serving certificate, which is issued after
+	// the manager exists, so the route is filled in then.
+	registry := &lateHandler{}
+	extra := map[string]http.Handler{server.DebugAgentsPath: registry}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  cacheOptions(o.ControlPlaneNamespace),
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Cache:                  webhook.CacheOptions(o.ControlPlaneNamespace),
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
 		HealthProbeBindAddress: o.ProbeBindAddress,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Port:    o.WebhookPort,
@@ -158,28 +174,15 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
-	if err := webhook.IndexApplicationsByProject(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	// Ask for the AppProject informer now so readiness waits for it too.
-	if _, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.AppProject{}); err != nil {
-		return fmt.Errorf("watch AppProjects: %w", err)
-	}
-	source := webhook.NewSettingsSource(mgr.GetCache(), o.ControlPlaneNamespace, o.overrides, logger)
-	if err := mgr.Add(source); err != nil {
-		return err
-	}
-	metricsSet, err := webhook.NewMetrics(metrics.Registry)
+	checks, err := webhook.Install(ctx, mgr, webhook.InstallOptions{
+		ControlPlaneNamespace: o.ControlPlaneNamespace,
+		Overrides:             o.overrides,
+		Logger:                logger,
+		Registerer:            metrics.Registry,
+	})
 	if err != nil {
-		return fmt.Errorf("register metrics: %w", err)
+		return err
 	}
-	rules := webhook.NewRules(source.Current, webhook.NewCacheCluster(mgr.GetCache(), o.ControlPlaneNamespace))
-	hopts := webhook.HandlerOptions{Rules: rules, Logger: logger, Metrics: metricsSet}
-	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.PathApplications, webhook.NewApplicationHandler(hopts))
-	srv.Register(webhook.PathAppProjects, webhook.NewAppProjectHandler(hopts))
-
-	checks := map[string]healthz.Checker{"webhook": srv.StartedChecker(), "settings": source.Ready}
 	if o.CertManagement == "self" {
 		rot, err := startRotator(ctx, o, cfg, scheme, logger)
 		if err != nil {
@@ -189,6 +192,21 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 			return err
 		}
 		checks["certificate"] = rot.Ready
+	}
+	if o.Agents.enabled() {
+		agents, err := newAgentServer(&o.Agents, cfg, metrics.Registry, logger)
+		if err != nil {
+			return err
+		}
+		registry.set(agents.DebugHandler())
+		if err := mgr.Add(manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress))); err != nil {
+			return err
+		}
+		if o.Agents.SnapshotDir != "" {
+			if err := mgr.Add(manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger))); err != nil {
+				return err
+			}
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
@@ -260,27 +278,17 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// cacheOptions keep the shared cache small: AppProjects and settings only
-// from the control-plane namespace, and no managedFields or last-applied
-// copies (Argo CD's objects carry large ones). Status is never stored: the
-// v1alpha1 types have no status field.
-func cacheOptions(controlPlaneNamespace string) cache.Options {
-	ns := map[string]cache.Config{controlPlaneNamespace: {}}
-	return cache.Options{
-		DefaultTransform: stripForCache,
-		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.AppProject{}: {Namespaces: ns},
-			&corev1.ConfigMap{}:    {Namespaces: ns},
-		},
-	}
-}
+// lateHandler is a route whose handler is known only after the server that
+// serves it was configured; until then it answers 503.
+type lateHandler struct{ h atomic.Pointer[http.Handler] }
 
-func stripForCache(obj any) (any, error) {
-	if o, ok := obj.(client.Object); ok {
-		o.SetManagedFields(nil)
-		if a := o.GetAnnotations(); a != nil {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-		}
+func (l *lateHandler) set(h http.Handler) { l.h.Store(&h) }
+
+func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := l.h.Load()
+	if h == nil {
+		http.Error(w, "agent channel disabled or not started", http.StatusServiceUnavailable)
+		return
 	}
-	return obj, nil
+	(*h).ServeHTTP(w, r)
 }

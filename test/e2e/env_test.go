@@ -34,6 +34,10 @@ type cluster struct {
 	dir        string
 	controller *exec.Cmd
 	logs       *bytes.Buffer
+	bin        string // the gatehouse binary under test
+	agentAddr  string // the controller's gRPC endpoint for agents
+	adminURL   string // the controller's metrics port (serves /debug/agents)
+	snapDir    string // what --snapshot-dir serves
 }
 
 var shared *cluster
@@ -47,6 +51,7 @@ func run(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: set up:", err)
 		if c != nil {
+			fmt.Fprintf(os.Stderr, "--- gatehouse controller log ---\n%s\n", c.logs.String())
 			c.stop()
 		}
 		return 1
@@ -176,6 +181,7 @@ func freePort() (int, error) {
 // and runs `gatehouse controller` with a self-managed certificate.
 func (c *cluster) startController() error {
 	bin := filepath.Join(c.dir, "gatehouse")
+	c.bin = bin
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/gatehouse")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build gatehouse: %w\n%s", err, out)
@@ -188,6 +194,23 @@ func (c *cluster) startController() error {
 	if err != nil {
 		return err
 	}
+	agentPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.agentAddr = fmt.Sprintf("127.0.0.1:%d", agentPort)
+	c.adminURL = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
+	c.snapDir = filepath.Join(c.dir, "snapshot-src")
+	if err := os.MkdirAll(filepath.Join(c.snapDir, "config"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.snapDir, "config", "extensions.json"), []byte(`{"extensions":[]}`), 0o644); err != nil {
+		return err
+	}
 	if err := c.registerWebhook(port); err != nil {
 		return err
 	}
@@ -198,7 +221,9 @@ func (c *cluster) startController() error {
 		"--webhook-port", fmt.Sprint(port),
 		"--webhook-cert-dir", filepath.Join(c.dir, "certs"),
 		"--webhook-cert-extra-hosts", "127.0.0.1",
-		"--metrics-bind-address", "0",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		"--agent-bind-address", c.agentAddr,
+		"--snapshot-dir", c.snapDir,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
 		"--log-level", "debug", "--log-format", "text")
 	c.controller.Stdout, c.controller.Stderr = c.logs, c.logs

@@ -1,0 +1,6 @@
+// Package agentv1 is the wire protocol between the Gatehouse control plane
+// and its agents: commander.proto and the Go code protoc generates from it
+// (`make generate`). Edit the .proto, never the generated files.
+package agentv1
+
+//go:generate ../../../test/tools/generate-proto.sh

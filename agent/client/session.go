@@ -1,0 +1,149 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+)
+
+// session is one CommandChannel: connect, then handle announcements until
+// the stream ends. Announcements are handled one at a time by a worker that
+// always takes the newest, so a burst of versions costs one download.
+func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error {
+	token, err := a.readToken()
+	if err != nil {
+		return err
+	}
+	// The worker's downloads use ctx (they attach a freshly read token);
+	// the stream carries the token read for this connection.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.o.Metrics.connectAttempt()
+	stream, err := rpc.CommandChannel(withToken(ctx, token))
+	if err != nil {
+		return fmt.Errorf("open command channel: %w", err)
+	}
+	s := &stream_{stream: stream, agentID: a.o.AgentID}
+	if err := s.send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
+		AgentId:        a.o.AgentID,
+		Pod:            a.o.Pod,
+		AgentVersion:   a.o.Version,
+		Capabilities:   a.capabilities(),
+		CurrentVersion: a.Serving(),
+	}}}, ""); err != nil {
+		return fmt.Errorf("send connect request: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return fmt.Errorf("wait for connect response: %w", err)
+	}
+	resp := first.GetConnectResponse()
+	if resp == nil {
+		return errors.New("control plane answered the connect request with something else")
+	}
+	if !resp.GetAccepted() {
+		return fmt.Errorf("control plane refused this agent: %s", resp.GetReason())
+	}
+	a.o.Metrics.connected()
+	a.o.Logger.Info("connected to control plane", "address", a.o.Address, "serving", a.Serving())
+
+	latest := make(chan *announcement, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.work(ctx, rpc, s, latest)
+	}()
+	defer wg.Wait()
+	defer cancel()
+	for {
+		cmd, err := stream.Recv()
+		if err != nil {
+			return fmt.Errorf("command channel: %w", err)
+		}
+		switch p := cmd.GetPayload().(type) {
+		case *agentv1.Command_ConfigAvailable:
+			offer(latest, &announcement{id: cmd.GetMetadata().GetMessageId(), config: p.ConfigAvailable})
+		case *agentv1.Command_Keepalive:
+		default:
+			a.o.Logger.Debug("ignoring unexpected command", "type", fmt.Sprintf("%T", p))
+		}
+	}
+}
+
+type announcement struct {
+	id     string
+	config *agentv1.ConfigAvailable
+}
+
+// offer replaces any pending announcement with the newer one.
+func offer(ch chan *announcement, an *announcement) {
+	for {
+		select {
+		case ch <- an:
+			return
+		default:
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	}
+}
+
+func (a *Agent) work(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, latest chan *announcement) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case an := <-latest:
+			a.handle(ctx, rpc, s, an)
+		}
+	}
+}
+
+func (a *Agent) capabilities() []string {
+	if a.confirm != nil {
+		return []string{"confirm"}
+	}
+	return nil
+}
+
+// stream_ serialises sends: gRPC allows one sender at a time per stream.
+type stream_ struct {
+	mu      sync.Mutex
+	stream  agentv1.Commander_CommandChannelClient
+	agentID string
+}
+
+func (s *stream_) send(cmd *agentv1.Command, correlation string) error {
+	cmd.Metadata = &agentv1.Metadata{
+		MessageId:     newID(),
+		CorrelationId: correlation,
+		AgentId:       s.agentID,
+		Timestamp:     timestamppb.New(time.Now()),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.Send(cmd)
+}
+
+func (s *stream_) status(an *announcement, state agentv1.ConfigState, reason string, fileErrs []*agentv1.FileError) error {
+	return s.send(&agentv1.Command{Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
+		Version: an.config.GetVersion(), State: state, Reason: reason, FileErrors: fileErrs,
+	}}}, an.id)
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

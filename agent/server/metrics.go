@@ -1,0 +1,134 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus series. The gauges are computed from
+// the registry when scraped, so they can never drift from it.
+type metrics struct {
+	announcements prometheus.Counter
+	acks          prometheus.Counter
+	nacks         prometheus.Counter
+	authFailures  *prometheus.CounterVec
+	downloadBytes prometheus.Counter
+	downloads     *prometheus.CounterVec
+	ackLatency    prometheus.Histogram
+
+	connectedDesc *prometheus.Desc
+	stateDesc     *prometheus.Desc
+	snapshotDesc  *prometheus.Desc
+	certDesc      *prometheus.Desc
+	s             *Server
+}
+
+func newMetrics(s *Server) *metrics {
+	return &metrics{
+		s: s,
+		announcements: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_announcements_total",
+			Help: "ConfigAvailable messages sent to agents.",
+		}),
+		acks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_acks_total",
+			Help: "ConfigStatus APPLIED reports received from agents.",
+		}),
+		nacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_nacks_total",
+			Help: "ConfigStatus REJECTED reports received from agents.",
+		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_auth_failures_total",
+			Help: "Streams refused before their handler ran, by gRPC code (Unauthenticated: bad token; Unavailable: token could not be checked).",
+		}, []string{"code"}),
+		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_download_bytes_total",
+			Help: "File content bytes sent on Download streams.",
+		}),
+		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_downloads_total",
+			Help: "Download streams finished, by gRPC code.",
+		}, []string{"code"}),
+		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_agentserver_ack_duration_seconds",
+			Help:    "Time from sending a ConfigAvailable to the agent reporting it APPLIED.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		connectedDesc: prometheus.NewDesc("gatehouse_agentserver_connected_agents",
+			"Agents with an open CommandChannel to this replica.", nil, nil),
+		stateDesc: prometheus.NewDesc("gatehouse_agentserver_agents",
+			"Connected agents by the state of their last ConfigStatus (none, written, applied, rejected) and whether they serve the current version.",
+			[]string{"state", "current"}, nil),
+		snapshotDesc: prometheus.NewDesc("gatehouse_agentserver_snapshot_info",
+			"The snapshot version being announced to agents (value 1).",
+			[]string{"version"}, nil),
+		certDesc: prometheus.NewDesc("gatehouse_agentserver_certificate_expiry_timestamp_seconds",
+			"When the serving certificate expires (Unix time).", nil, nil),
+	}
+}
+
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{m.announcements, m.acks, m.nacks, m.authFailures, m.downloadBytes, m.downloads, m.ackLatency, m} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Describe implements prometheus.Collector for the computed gauges.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.connectedDesc
+	ch <- m.stateDesc
+	ch <- m.snapshotDesc
+	ch <- m.certDesc
+}
+
+// Collect implements prometheus.Collector for the computed gauges.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	r := m.s.Report()
+	connected := 0
+	type key struct{ state, current string }
+	counts := map[key]int{}
+	for _, st := range []string{"none", "written", "applied", "rejected"} {
+		for _, cur := range []string{"true", "false"} {
+			counts[key{st, cur}] = 0
+		}
+	}
+	for _, a := range r.Agents {
+		if !a.Connected {
+			continue
+		}
+		connected++
+		cur := "false"
+		if r.Version != "" && a.VersionServed == r.Version {
+			cur = "true"
+		}
+		counts[key{stateLabel(a.LastStatus), cur}]++
+	}
+	ch <- prometheus.MustNewConstMetric(m.connectedDesc, prometheus.GaugeValue, float64(connected))
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(m.stateDesc, prometheus.GaugeValue, float64(n), k.state, k.current)
+	}
+	if r.Version != "" {
+		ch <- prometheus.MustNewConstMetric(m.snapshotDesc, prometheus.GaugeValue, 1, r.Version)
+	}
+	if na := m.s.tls.notAfter(); !na.IsZero() {
+		ch <- prometheus.MustNewConstMetric(m.certDesc, prometheus.GaugeValue, float64(na.Unix()))
+	}
+}
+
+func stateLabel(s string) string {
+	switch s {
+	case StatusWritten:
+		return "written"
+	case StatusApplied:
+		return "applied"
+	case StatusRejected:
+		return "rejected"
+	}
+	return "none"
+}

@@ -1,0 +1,405 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+)
+
+// Defaults and bounds of Options.
+const (
+	DefaultKeepaliveInterval = 20 * time.Second
+	DefaultChunkBytes        = 1 << 20
+	// MaxChunkBytes keeps every DataChunk, envelope included, under gRPC's
+	// default 4 MiB receive limit.
+	MaxChunkBytes          = 4<<20 - 64<<10
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultRetention       = 15 * time.Minute
+
+	DefaultMaxFiles      = 10000
+	DefaultMaxFileBytes  = 64 << 20
+	DefaultMaxTotalBytes = 512 << 20
+
+	// connectTimeout bounds the wait for an agent's connect_request.
+	connectTimeout = 30 * time.Second
+	// authTimeout bounds checking a token (a TokenReview round trip).
+	authTimeout = 10 * time.Second
+	// Clients may send HTTP/2 pings this often, and the server pings a
+	// silent client after keepalive interval (at least minPingInterval)
+	// and drops it pingTimeout later.
+	minPingInterval = 10 * time.Second
+	pingTimeout     = 20 * time.Second
+)
+
+// Limits bound a snapshot; agents are told them in RuntimeSettings and
+// Publish refuses a snapshot that exceeds them.
+type Limits struct {
+	MaxFiles      uint32
+	MaxFileBytes  uint64
+	MaxTotalBytes uint64
+}
+
+// Options configure a Server.
+type Options struct {
+	// Authenticator checks the bearer token of every stream. Required.
+	Authenticator authn.Authenticator
+	// CertFile and KeyFile are the serving certificate (PEM, chain allowed)
+	// and key; both are re-read when they change. Required.
+	CertFile, KeyFile string
+	// ClientCAFile, if set, makes the server require client certificates
+	// signed by one of its CAs (a PEM bundle, re-read when it changes).
+	ClientCAFile string
+	// MinTLSVersion defaults to TLS 1.3; TLS 1.2 is the lowest allowed.
+	MinTLSVersion uint16
+	// KeepaliveInterval is how often an idle CommandChannel gets a
+	// Keepalive (default 20s); agents are told it too.
+	KeepaliveInterval time.Duration
+	// ChunkBytes is the most file content in one DataChunk (default 1 MiB,
+	// at most MaxChunkBytes).
+	ChunkBytes int
+	// Limits default to DefaultMaxFiles, DefaultMaxFileBytes and
+	// DefaultMaxTotalBytes.
+	Limits Limits
+	// ShutdownTimeout bounds the graceful part of shutdown (default 10s).
+	ShutdownTimeout time.Duration
+	// Retention is how long a disconnected agent stays in the registry
+	// (default 15m).
+	Retention time.Duration
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Registerer, if set, gets the server's metrics.
+	Registerer prometheus.Registerer
+}
+
+func (o *Options) complete() error {
+	if o.Authenticator == nil {
+		return errors.New("no Authenticator")
+	}
+	switch {
+	case o.MinTLSVersion == 0:
+		o.MinTLSVersion = tls.VersionTLS13
+	case o.MinTLSVersion < tls.VersionTLS12:
+		return fmt.Errorf("minimum TLS version %s is too old; use TLS 1.2 or 1.3", tls.VersionName(o.MinTLSVersion))
+	}
+	if o.KeepaliveInterval <= 0 {
+		o.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultChunkBytes
+	}
+	o.ChunkBytes = min(o.ChunkBytes, MaxChunkBytes)
+	if o.Limits.MaxFiles == 0 {
+		o.Limits.MaxFiles = DefaultMaxFiles
+	}
+	if o.Limits.MaxFileBytes == 0 {
+		o.Limits.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.Limits.MaxTotalBytes == 0 {
+		o.Limits.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Server is the agent gRPC server. Create it with New, feed it snapshots
+// with Publish (before or while serving) and run it with Serve.
+type Server struct {
+	agentv1.UnimplementedCommanderServer
+
+	o       Options
+	log     *slog.Logger
+	tls     *tlsFiles
+	grpc    *grpc.Server
+	metrics *metrics
+	now     func() time.Time
+
+	msgPrefix string
+	msgSeq    atomic.Uint64
+
+	// mu guards the snapshots, the registry and every agent's queue slot,
+	// so registering an agent and publishing a version never interleave.
+	mu       sync.Mutex
+	current  *Snapshot
+	previous *Snapshot // still downloadable, for agents mid-download
+	agents   map[string]*agentRecord
+	rejected map[rejection]struct{} // cleared when a new version is published
+	closing  bool
+	serving  bool
+}
+
+type rejection struct{ agent, version string }
+
+// New checks o, loads the TLS files and builds a Server.
+func New(o Options) (*Server, error) {
+	if err := o.complete(); err != nil {
+		return nil, fmt.Errorf("agent server: %w", err)
+	}
+	tf, err := newTLSFiles(o.CertFile, o.KeyFile, o.ClientCAFile, o.MinTLSVersion, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("agent server: %w", err)
+	}
+	var prefix [6]byte
+	if _, err := rand.Read(prefix[:]); err != nil {
+		return nil, fmt.Errorf("agent server: message id prefix: %w", err)
+	}
+	s := &Server{
+		o:         o,
+		log:       o.Logger,
+		tls:       tf,
+		now:       time.Now,
+		msgPrefix: hex.EncodeToString(prefix[:]) + "-",
+		agents:    map[string]*agentRecord{},
+		rejected:  map[rejection]struct{}{},
+	}
+	s.metrics = newMetrics(s)
+	if err := s.metrics.register(o.Registerer); err != nil {
+		return nil, fmt.Errorf("agent server: register metrics: %w", err)
+	}
+	s.grpc = grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(tf.config())),
+		grpc.StreamInterceptor(s.authenticate),
+		grpc.UnaryInterceptor(func(context.Context, any, *grpc.UnaryServerInfo, grpc.UnaryHandler) (any, error) {
+			return nil, status.Error(codes.Unimplemented, "the agent service has no unary methods")
+		}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    max(o.KeepaliveInterval, minPingInterval),
+			Timeout: pingTimeout,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             minPingInterval,
+			PermitWithoutStream: true,
+		}),
+	)
+	agentv1.RegisterCommanderServer(s.grpc, s)
+	return s, nil
+}
+
+// Settings are the RuntimeSettings sent to every accepted agent.
+func (s *Server) Settings() *agentv1.RuntimeSettings {
+	return &agentv1.RuntimeSettings{
+		KeepaliveInterval: durationProto(s.o.KeepaliveInterval),
+		MaxChunkBytes:     uint32(s.o.ChunkBytes),
+		MaxFileBytes:      s.o.Limits.MaxFileBytes,
+		MaxTotalBytes:     s.o.Limits.MaxTotalBytes,
+		MaxFiles:          s.o.Limits.MaxFiles,
+	}
+}
+
+// Serve serves agents on lis until ctx is cancelled, then shuts down: it
+// stops accepting connections and sends GOAWAY, ends every CommandChannel
+// with Unavailable so agents reconnect (to another replica), lets Downloads
+// finish for up to ShutdownTimeout, and then closes whatever is left. Serve
+// may be called once.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	s.mu.Lock()
+	if s.serving || s.closing {
+		s.mu.Unlock()
+		return errors.New("agent server: Serve called twice")
+	}
+	s.serving = true
+	s.mu.Unlock()
+
+	s.log.Info("serving agents", "address", lis.Addr().String(), "minTLS", tls.VersionName(s.o.MinTLSVersion), "clientCertificates", s.o.ClientCAFile != "")
+	served := make(chan error, 1)
+	go func() { served <- s.grpc.Serve(lis) }()
+	select {
+	case err := <-served:
+		s.closeAll()
+		s.grpc.Stop()
+		return fmt.Errorf("serve agents on %s: %w", lis.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.shutdown()
+	if err := <-served; err != nil {
+		s.log.Debug("agent listener closed", "error", err) // closed on purpose by shutdown
+	}
+	return nil
+}
+
+// shutdown ends the server as Serve describes.
+func (s *Server) shutdown() {
+	start := s.now()
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop() // closes listeners, sends GOAWAY, waits for streams
+		close(stopped)
+	}()
+	n := s.closeAll()
+	timer := time.NewTimer(s.o.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+		s.log.Info("agent server stopped", "agentsDisconnected", n, "took", s.now().Sub(start))
+	case <-timer.C:
+		s.log.Warn("agent server did not drain in time; closing remaining streams", "timeout", s.o.ShutdownTimeout)
+		s.grpc.Stop()
+		<-stopped
+	}
+}
+
+// closeAll refuses new CommandChannels and ends the open ones with
+// Unavailable. It returns how many it ended.
+func (s *Server) closeAll() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	n := 0
+	for _, rec := range s.agents {
+		if rec.conn != nil {
+			rec.conn.cancel(errShuttingDown)
+			n++
+		}
+	}
+	return n
+}
+
+// Publish makes snap the current version and announces it to every
+// connected agent, except that publishing the current version again does
+// nothing. It never waits for agents. The version before stays
+// downloadable until the next Publish.
+func (s *Server) Publish(snap *Snapshot) error {
+	if snap == nil {
+		return errors.New("publish snapshot: nil snapshot")
+	}
+	if err := s.checkLimits(snap); err != nil {
+		return fmt.Errorf("publish snapshot %s: %w", snap.Version(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current != nil && s.current.version == snap.version {
+		return nil
+	}
+	s.previous, s.current = s.current, snap
+	clear(s.rejected)
+	n := 0
+	for _, rec := range s.agents {
+		if rec.conn != nil {
+			rec.conn.offer(snap)
+			n++
+		}
+	}
+	s.log.Info("snapshot published", "version", snap.version, "files", len(snap.files), "bytes", snap.totalBytes, "agents", n)
+	return nil
+}
+
+func (s *Server) checkLimits(snap *Snapshot) error {
+	l := s.o.Limits
+	if uint64(len(snap.files)) > uint64(l.MaxFiles) {
+		return fmt.Errorf("%d files, limit %d", len(snap.files), l.MaxFiles)
+	}
+	if snap.totalBytes > l.MaxTotalBytes {
+		return fmt.Errorf("%d bytes in total, limit %d", snap.totalBytes, l.MaxTotalBytes)
+	}
+	for _, f := range snap.files {
+		if f.Meta.Size > l.MaxFileBytes {
+			return fmt.Errorf("file %s has %d bytes, limit %d", f.Meta.Path, f.Meta.Size, l.MaxFileBytes)
+		}
+	}
+	return nil
+}
+
+// snapshot returns the current or previous snapshot with the version.
+func (s *Server) snapshot(version string) *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, snap := range []*Snapshot{s.current, s.previous} {
+		if snap != nil && version != "" && snap.version == version {
+			return snap
+		}
+	}
+	return nil
+}
+
+func (s *Server) nextMessageID() string {
+	return s.msgPrefix + fmt.Sprint(s.msgSeq.Add(1))
+}
+
+// identityKey is the context key of the authenticated *authn.Identity.
+type identityKey struct{}
+
+func identityFrom(ctx context.Context) *authn.Identity {
+	id, _ := ctx.Value(identityKey{}).(*authn.Identity)
+	return id
+}
+
+// authenticate is the stream interceptor: no handler runs, and so no state
+// is created, for a stream without a valid bearer token.
+func (s *Server) authenticate(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	token, err := bearerToken(ctx)
+	var id *authn.Identity
+	if err == nil {
+		actx, cancel := context.WithTimeout(ctx, authTimeout)
+		id, err = s.o.Authenticator.Authenticate(actx, token)
+		cancel()
+	}
+	if err == nil && (id == nil || id.AgentID == "") {
+		err = fmt.Errorf("%w: token names no agent", authn.ErrUnauthenticated)
+	}
+	if err != nil {
+		code, msg := codes.Unauthenticated, err.Error()
+		if !errors.Is(err, authn.ErrUnauthenticated) {
+			code, msg = codes.Unavailable, "cannot check the bearer token now; retry later"
+		}
+		if token != "" && strings.Contains(msg, token) { // never echo a token
+			msg = "invalid bearer token"
+		}
+		s.metrics.authFailures.WithLabelValues(code.String()).Inc()
+		s.log.Warn("agent stream refused", "method", info.FullMethod, "peer", peerAddr(ctx), "code", code.String(), "error", err)
+		return status.Error(code, msg)
+	}
+	return handler(srv, &authenticatedStream{ServerStream: ss, ctx: context.WithValue(ctx, identityKey{}, id)})
+}
+
+type authenticatedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a *authenticatedStream) Context() context.Context { return a.ctx }
+
+// bearerToken reads "authorization: Bearer TOKEN" from the stream metadata.
+func bearerToken(ctx context.Context) (string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return "", fmt.Errorf("%w: no authorization metadata; send \"authorization: Bearer <token>\"", authn.ErrUnauthenticated)
+	}
+	if len(vals) > 1 {
+		return "", fmt.Errorf("%w: more than one authorization value", authn.ErrUnauthenticated)
+	}
+	scheme, token, ok := strings.Cut(vals[0], " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
+		return "", fmt.Errorf("%w: authorization is not \"Bearer <token>\"", authn.ErrUnauthenticated)
+	}
+	return token, nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+)
+
+// agentServerOptions are the controller's flags for the agent channel.
+type agentServerOptions struct {
+	BindAddress     string
+	CertFile        string
+	KeyFile         string
+	ClientCAFile    string
+	Audience        string
+	ServiceAccounts []string
+	StaticTokenFile string
+	SnapshotDir     string
+	ChunkBytes      int
+}
+
+func (o *agentServerOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.BindAddress, "agent-bind-address", ":8443", `address of the gRPC endpoint agents connect to ("0" disables it)`)
+	fs.StringVar(&o.CertFile, "agent-cert-file", "", "serving certificate for agents, re-read when it changes (default: tls.crt in --webhook-cert-dir)")
+	fs.StringVar(&o.KeyFile, "agent-key-file", "", "key of --agent-cert-file (default: tls.key in --webhook-cert-dir)")
+	fs.StringVar(&o.ClientCAFile, "agent-client-ca-file", "", "if set, agents must also present a client certificate signed by this CA")
+	fs.StringVar(&o.Audience, "agent-token-audience", "gatehouse", "audience agents' ServiceAccount tokens must be issued for (checked with TokenReview)")
+	fs.StringSliceVar(&o.ServiceAccounts, "agent-service-accounts", nil, `ServiceAccounts ("namespace/name") whose tokens may connect as agents (default: <--namespace>/gatehouse-proxy)`)
+	fs.StringVar(&o.StaticTokenFile, "agent-static-token-file", "", `for development only: accept the "TOKEN AGENT-ID" lines of this file instead of TokenReview`)
+	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "", "serve agents the files under this directory as the snapshot (re-read every 2s) until the cluster source exists")
+	fs.IntVar(&o.ChunkBytes, "agent-chunk-bytes", server.DefaultChunkBytes, "largest piece of file content in one download message")
+}
+
+func (o *agentServerOptions) enabled() bool { return o.BindAddress != "0" && o.BindAddress != "" }
+
+func (o *agentServerOptions) complete(certDir, namespace string) {
+	if o.CertFile == "" {
+		o.CertFile = filepath.Join(certDir, "tls.crt")
+	}
+	if o.KeyFile == "" {
+		o.KeyFile = filepath.Join(certDir, "tls.key")
+	}
+	if len(o.ServiceAccounts) == 0 && namespace != "" {
+		o.ServiceAccounts = []string{namespace + "/gatehouse-proxy"}
+	}
+}
+
+func (o *agentServerOptions) validate() []error {
+	var errs []error
+	if !o.enabled() {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--agent-bind-address %q: want host:port", o.BindAddress))
+	}
+	if o.StaticTokenFile == "" && len(o.ServiceAccounts) == 0 {
+		errs = append(errs, errors.New("--agent-service-accounts (or --namespace) is needed to know which agents to accept"))
+	}
+	return errs
+}
+
+// newAgentServer builds the gRPC server agents connect to.
+func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Registerer, logger *slog.Logger) (*server.Server, error) {
+	var auth authn.Authenticator
+	if o.StaticTokenFile != "" {
+		a, err := authn.NewStaticTokenFile(o.StaticTokenFile, authn.WithLogger(logger))
+		if err != nil {
+			return nil, fmt.Errorf("agent static tokens: %w", err)
+		}
+		logger.Warn("agents authenticate with static tokens; use only for development", "file", o.StaticTokenFile)
+		auth = a
+	} else {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("create TokenReview client: %w", err)
+		}
+		a, err := authn.NewTokenReview(cs.AuthenticationV1().TokenReviews(), o.Audience, o.ServiceAccounts, authn.WithLogger(logger))
+		if err != nil {
+			return nil, err
+		}
+		auth = a
+	}
+	srv, err := server.New(server.Options{
+		Authenticator: auth,
+		CertFile:      o.CertFile, KeyFile: o.KeyFile, ClientCAFile: o.ClientCAFile,
+		ChunkBytes: o.ChunkBytes,
+		Logger:     logger.With("component", "agent-server"),
+		Registerer: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create agent server: %w", err)
+	}
+	return srv, nil
+}
+
+// serveAgents listens and serves until ctx ends (a manager.Runnable).
+func serveAgents(srv *server.Server, addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen for agents on %s: %w", addr, err)
+		}
+		return srv.Serve(ctx, lis)
+	}
+}
+
+// publishDir republishes dir every interval; publishing unchanged content
+// is a no-op, so this only announces real edits. A broken directory is
+// logged and the last good snapshot stays.
+func publishDir(srv *server.Server, dir string, interval time.Duration, logger *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		var lastErr string
+		for {
+			snap, err := server.LoadDir(dir)
+			if err == nil {
+				err = srv.Publish(snap)
+			}
+			if err != nil && err.Error() != lastErr {
+				logger.Error("snapshot directory not published; agents keep the last good snapshot", "dir", dir, "error", err)
+			}
+			lastErr = ""
+			if err != nil {
+				lastErr = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package sidecar
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind says what a file holds; it decides the file's mode on disk.
+type Kind string
+
+// The kinds of file a snapshot holds.
+const (
+	KindConfig Kind = "config"
+	KindSecret Kind = "secret"
+	KindPolicy Kind = "policy"
+)
+
+func (k Kind) known() bool {
+	switch k {
+	case KindConfig, KindSecret, KindPolicy:
+		return true
+	}
+	return false
+}
+
+// FileMeta describes one file of a snapshot.
+type FileMeta struct {
+	Path   string      `json:"path"`   // relative, clean, slash-separated
+	SHA256 string      `json:"sha256"` // lower-case hex
+	Size   int64       `json:"size"`
+	Mode   fs.FileMode `json:"mode"` // permission bits only; secrets are always written 0600
+	Kind   Kind        `json:"kind"`
+}
+
+// Manifest lists every file of one snapshot version with its hash. It is stored as
+// manifest.json at the top of the version directory.
+type Manifest struct {
+	SchemaVersion int        `json:"schemaVersion"`
+	Version       string     `json:"version"`
+	Files         []FileMeta `json:"files"` // sorted by Path
+}
+
+// Limits bound what a manifest may ask for, so a hostile or broken one cannot exhaust
+// memory or disk. A zero or negative field means its default.
+type Limits struct {
+	MaxFileBytes  int64 // default 16 MiB
+	MaxTotalBytes int64 // default 256 MiB
+	MaxFiles      int   // default 100000
+	// MaxManifestBytes bounds manifest.json itself when it is read from disk.
+	MaxManifestBytes int64 // default 64 MiB
+}
+
+// DefaultLimits returns the limits used when none are given.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxFileBytes:     16 << 20,
+		MaxTotalBytes:    256 << 20,
+		MaxFiles:         100000,
+		MaxManifestBytes: 64 << 20,
+	}
+}
+
+// withDefaults fills zero or negative fields, so callers can set only what they care
+// about (Limits{MaxFiles: 10}) and a missing flag never means "unlimited".
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = d.MaxFileBytes
+	}
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = d.MaxTotalBytes
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = d.MaxFiles
+	}
+	if l.MaxManifestBytes <= 0 {
+		l.MaxManifestBytes = d.MaxManifestBytes
+	}
+	return l
+}
+
+const (
+	// maxPathBytes and maxSegmentBytes are Linux's PATH_MAX and NAME_MAX: longer paths
+	// would fail at write time anyway, this way they fail at validation with a reason.
+	maxPathBytes    = 4096
+	maxSegmentBytes = 255
+	maxVersionBytes = 128
+)
+
+// HashBytes returns the lower-case hex sha256 of b, the form manifests use.
+func HashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ValidatePath rejects anything but a relative, clean, slash-separated path inside the
+// root: empty, absolute, "..", ".", backslashes, NUL and other control characters,
+// invalid UTF-8, empty segments, trailing slash, segments "." or "..", over-long paths
+// or segments, and the reserved top-level name manifest.json.
+func ValidatePath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("path is empty")
+	case len(p) > maxPathBytes:
+		return fmt.Errorf("path is %d bytes, more than %d", len(p), maxPathBytes)
+	case !utf8.ValidString(p):
+		return errors.New("path is not valid UTF-8")
+	case strings.HasPrefix(p, "/"):
+		return errors.New("path is absolute")
+	case strings.HasSuffix(p, "/"):
+		return errors.New("path ends with a slash")
+	case strings.Contains(p, `\`):
+		// A backslash is a separator on Windows and a trap everywhere else.
+		return errors.New("path contains a backslash")
+	case p == ManifestFile:
+		return fmt.Errorf("path %s is reserved for the manifest", ManifestFile)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			// NUL truncates paths in C; newlines and escapes forge log lines.
+			return fmt.Errorf("path contains control character %U", r)
+		}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		switch {
+		case seg == "":
+			return errors.New("path has an empty segment")
+		case seg == "." || seg == "..":
+			return fmt.Errorf("path has a %q segment", seg)
+		case len(seg) > maxSegmentBytes:
+			return fmt.Errorf("path segment is %d bytes, more than %d", len(seg), maxSegmentBytes)
+		}
+	}
+	// Belt and braces: the checks above imply this on every platform we run on.
+	if !filepath.IsLocal(filepath.FromSlash(p)) {
+		return errors.New("path is not local")
+	}
+	return nil
+}
+
+// ValidateVersion accepts 1-128 characters of [A-Za-z0-9._-], except "." and "..",
+// and except names containing ".tmp-", which the writer reserves for directories
+// still being built (they are garbage-collected, so a version named so would vanish).
+func ValidateVersion(v string) error {
+	switch {
+	case v == "":
+		return errors.New("version is empty")
+	case len(v) > maxVersionBytes:
+		return fmt.Errorf("version is %d characters, more than %d", len(v), maxVersionBytes)
+	case v == "." || v == "..":
+		return fmt.Errorf("version %q is not a name", v)
+	case strings.Contains(v, tempInfix):
+		return fmt.Errorf("version %q contains %q, which is reserved for temporary directories", v, tempInfix)
+	}
+	for _, r := range v {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			return fmt.Errorf("version %q contains %q; only A-Z a-z 0-9 . _ - are allowed", v, r)
+		}
+	}
+	return nil
+}
+
+// validSHA256 reports whether s is 64 lower-case hex digits.
+func validSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks the schema version, the version name, every path, duplicate paths
+// (also a path that is a directory prefix of another, e.g. "a" and "a/b"), the sha256
+// format, sizes >= 0, modes (permission bits only: no setuid, setgid, sticky or type
+// bits), kinds, and the limits (zero fields of l mean defaults). Errors name the
+// offending file. The order of Files does not matter here; the writer sorts them.
+func (m *Manifest) Validate(l Limits) error {
+	if m == nil {
+		return errors.New("manifest is missing")
+	}
+	l = l.withDefaults()
+	if m.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("schemaVersion %d is not supported (want %d)", m.SchemaVersion, SchemaVersion)
+	}
+	if err := ValidateVersion(m.Version); err != nil {
+		return err
+	}
+	// Count first: a manifest with millions of entries is refused before any work.
+	if len(m.Files) > l.MaxFiles {
+		return fmt.Errorf("%d files, more than the limit of %d", len(m.Files), l.MaxFiles)
+	}
+	paths := make(map[string]struct{}, len(m.Files))
+	var total int64
+	for _, f := range m.Files {
+		if err := ValidatePath(f.Path); err != nil {
+			return fmt.Errorf("file %q: %w", f.Path, err)
+		}
+		if _, dup := paths[f.Path]; dup {
+			return fmt.Errorf("file %q: listed twice", f.Path)
+		}
+		paths[f.Path] = struct{}{}
+		if !validSHA256(f.SHA256) {
+			return fmt.Errorf("file %q: sha256 %q is not 64 lower-case hex digits", f.Path, f.SHA256)
+		}
+		switch {
+		case f.Size < 0:
+			return fmt.Errorf("file %q: negative size %d", f.Path, f.Size)
+		case f.Size > l.MaxFileBytes:
+			return fmt.Errorf("file %q: %d bytes, more than the limit of %d per file", f.Path, f.Size, l.MaxFileBytes)
+		case f.Size > l.MaxTotalBytes-total: // written so that it cannot overflow
+			return fmt.Errorf("file %q: brings the snapshot over the limit of %d bytes in total", f.Path, l.MaxTotalBytes)
+		}
+		total += f.Size
+		if f.Mode&^fs.ModePerm != 0 {
+			return fmt.Errorf("file %q: mode %#o (%s) has bits beyond the permission bits", f.Path, uint32(f.Mode), f.Mode)
+		}
+		if !f.Kind.known() {
+			return fmt.Errorf("file %q: unknown kind %q", f.Path, f.Kind)
+		}
+	}
+	// A path that is also a parent directory of another path cannot be both a file and
+	// a directory on disk. Sorted order does not make such pairs adjacent ("a", "a-b",
+	// "a/b"), so look every ancestor up instead.
+	for _, f := range m.Files {
+		for i := 0; i < len(f.Path); i++ {
+			if f.Path[i] != '/' {
+				continue
+			}
+			if _, clash := paths[f.Path[:i]]; clash {
+				return fmt.Errorf("file %q: %q is listed as a file and is also its parent directory", f.Path, f.Path[:i])
+			}
+		}
+	}
+	return nil
+}
+
+// normalized returns a copy with Files sorted by Path, the form the writer stores, so
+// that the caller's value is never modified and the same content always yields the
+// same manifest.json.
+func (m *Manifest) normalized() *Manifest {
+	c := *m
+	c.Files = append([]FileMeta{}, m.Files...) // never nil: manifest.json says "files": []
+	slices.SortFunc(c.Files, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
+	return &c
+}
+
+// equal reports whether two manifests describe the same snapshot. Files are compared
+// in order, so both must be normalized.
+func (m *Manifest) equal(o *Manifest) bool {
+	return m.SchemaVersion == o.SchemaVersion && m.Version == o.Version && slices.Equal(m.Files, o.Files)
+}
+
+func (m *Manifest) hasSecrets() bool {
+	for _, f := range m.Files {
+		if f.Kind == KindSecret {
+			return true
+		}
+	}
+	return false
+}
+
+// parseManifest decodes manifest.json. Unknown fields are allowed: SchemaVersion is
+// the gate for incompatible changes, and additive ones must not break older readers.
+func parseManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return &m, nil
+}
+
+func encodeManifest(m *Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,65 @@
+package arch
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gatehouse-dev/gatehouse"
+
+// deps lists the packages pkg links (tests excluded: only what ships).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var list []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		list = append(list, sc.Text())
+	}
+	return list
+}
+
+func TestCredentialFreePackagesLinkNoKubernetesClient(t *testing.T) {
+	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "k8s.io/apimachinery"}
+	for _, pkg := range []string{module + "/agent/client", module + "/sidecar"} {
+		t.Run(pkg, func(t *testing.T) {
+			for _, d := range deps(t, pkg) {
+				for _, f := range forbidden {
+					if d == f || strings.HasPrefix(d, f+"/") {
+						t.Errorf("%s links %s; it runs without Kubernetes credentials and must not", pkg, d)
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNothingImportsCmd(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module+"/cmd/") {
+				t.Errorf("%s imports %s; cmd/ is wiring only", fields[0], imp)
+			}
+		}
+	}
+}
+
+func TestWebhookDoesNotImportProxy(t *testing.T) {
+	for _, d := range deps(t, module+"/webhook/...") {
+		if strings.HasPrefix(d, module+"/proxy") {
+			t.Errorf("webhook links %s", d)
+		}
+	}
+}

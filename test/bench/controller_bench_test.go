@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// controllerFigures is what BenchmarkController measured of the real binary.
+type controllerFigures struct {
+	ready            time.Duration // start to /readyz 200
+	syncRSS, syncHWM int64
+	loadRSS, loadHWM int64
+	cpu              map[string]time.Duration // per review, by review kind
+	reviews          int                      // per review kind
+}
+
+var (
+	controllerOnce sync.Once
+	controllerRes  *controllerFigures
+	controllerErr  error
+)
+
+// BenchmarkController cross-checks the in-process server against the
+// shipped binary: it builds cmd/gatehouse, runs `gatehouse controller`
+// against the same cluster (external certificates, no metrics listener),
+// and reports its RSS once ready and after 4,000 reviews of each kind at 16
+// connections, and its CPU time per review (from /proc, 10 ms resolution).
+// The figures do not depend on b.N; they are measured once per process.
+func BenchmarkController(b *testing.B) {
+	controllerOnce.Do(func() {
+		c, err := getCluster()
+		if err != nil {
+			controllerErr = err
+			return
+		}
+		controllerRes, controllerErr = runController(c)
+	})
+	if controllerErr != nil {
+		b.Fatal(controllerErr)
+	}
+	r := controllerRes
+	b.ReportMetric(r.ready.Seconds(), "ready-s")
+	b.ReportMetric(mb(r.syncRSS), "rss-MB")
+	b.ReportMetric(mb(r.loadRSS), "rss-after-load-MB")
+	b.ReportMetric(mb(r.loadHWM), "peak-rss-MB")
+	for _, k := range reviewKinds {
+		b.ReportMetric(us(r.cpu[k.name]), k.name+"-cpu-us/review")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+func runController(c *cluster) (*controllerFigures, error) {
+	bin := filepath.Join(c.dir, "gatehouse")
+	build := exec.Command("go", "build", "-o", bin, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build gatehouse: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logs := &logBuffer{}
+	cmd := exec.Command(bin, "controller",
+		"--kubeconfig", c.kubeconfig,
+		"--control-plane-namespace", controlPlane,
+		"--cert-management", "external",
+		"--webhook-cert-dir", c.certDir,
+		"--webhook-port", strconv.Itoa(port),
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
+		"--log-level", "warn")
+	// Newer controllers also serve agents (gRPC) by default: keep that on,
+	// as shipped, but on a loopback port of its own.
+	if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--agent-bind-address") {
+		agentPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Args = append(cmd.Args, "--agent-bind-address", fmt.Sprintf("127.0.0.1:%d", agentPort), "--namespace", "gatehouse-system")
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	fail := func(err error) (*controllerFigures, error) {
+		return nil, fmt.Errorf("gatehouse controller: %w\n%s", err, logs)
+	}
+	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute); err != nil {
+		return fail(err)
+	}
+	r := &controllerFigures{ready: time.Since(start), cpu: map[string]time.Duration{}, reviews: 4000}
+	time.Sleep(2 * time.Second) // let the initial list's garbage be collected, as in steady state
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if r.syncRSS, r.syncHWM, err = memOf(pid); err != nil {
+		return fail(err)
+	}
+	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", port), c.caPool, 16)
+	defer cl.close()
+	for _, k := range reviewKinds {
+		bodies := k.bodies(distinctBodies)
+		if _, err := cl.run(k.path, bodies, 400, 0); err != nil {
+			return fail(err)
+		}
+		before, err := cpuOf(cmd.Process.Pid)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := cl.run(k.path, bodies, r.reviews, 0); err != nil {
+			return fail(err)
+		}
+		after, err := cpuOf(cmd.Process.Pid)
+		if err != nil {
+			return fail(err)
+		}
+		r.cpu[k.name] = (after - before) / time.Duration(r.reviews)
+	}
+	if r.loadRSS, r.loadHWM, err = memOf(pid); err != nil {
+		return fail(err)
+	}
+	return r, nil
+}

@@ -1,0 +1,34 @@
+package webhook
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+)
+
+// CacheOptions keep the shared cache small: AppProjects and settings only
+// from the control-plane namespace, and no managedFields or last-applied
+// copies (Argo CD's objects carry large ones). Status is never stored: the
+// v1alpha1 types have no status field.
+func CacheOptions(controlPlaneNamespace string) cache.Options {
+	ns := map[string]cache.Config{controlPlaneNamespace: {}}
+	return cache.Options{
+		DefaultTransform: stripForCache,
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.AppProject{}: {Namespaces: ns},
+			&corev1.ConfigMap{}:    {Namespaces: ns},
+		},
+	}
+}
+
+func stripForCache(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a != nil {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+		}
+	}
+	return obj, nil
+}
