@@ -36,9 +36,13 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultRetention       = 15 * time.Minute
 
-	DefaultMaxFiles      = 10000
-	DefaultMaxFileBytes  = 64 << 20
-	DefaultMaxTotalBytes = 512 << 20
+	// The limits match sidecar.DefaultLimits, which agents enforce: a
+	// snapshot the server would publish is one agents will take. 100,000
+	// files leave room for a sharded index of tens of thousands of
+	// Applications (10,000 Applications are about 10,000 shards).
+	DefaultMaxFiles      = 100000
+	DefaultMaxFileBytes  = 16 << 20
+	DefaultMaxTotalBytes = 256 << 20
 
 	// connectTimeout bounds the wait for an agent's connect_request.
 	connectTimeout = 30 * time.Second

@@ -17,7 +17,7 @@ const MatchTimeout = 100 * time.Millisecond
 // Pattern is one compiled entry of a pattern list.
 type Pattern struct {
 	raw  string
-	glob glob.Glob
+	glob *glob.Pattern
 	re   *regexp2.Regexp
 }
 

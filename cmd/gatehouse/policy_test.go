@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPolicyCommands(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "policy.csv")
+	if err := os.WriteFile(csv, []byte("p, role:dev, extensions, invoke, metrics, allow\ng, alice, role:dev\np, bob, clusters, get, *, allow\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "p.rego"), []byte("package x\nallow if {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"shipped policy's Rego tests pass", []string{"policy", "test", "../../policies/extensions"}, 0, "PASS", ""},
+		{"a policy that does not compile fails the test run", []string{"policy", "test", broken}, 2, "", "p.rego"},
+		{"eval prints the decision and reason", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json"}, 0, "reason:", ""},
+		{"eval needs both flags", []string{"policy", "eval", "--policy", "../../policies/extensions"}, 2, "", "--input"},
+		{"import-casbin lists what it skipped", []string{"policy", "import-casbin", csv}, 0, `"role:dev"`, "line 3"},
+		{"import-casbin of a missing file", []string{"policy", "import-casbin", filepath.Join(dir, "nope.csv")}, 2, "", "nope.csv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := execute(tt.args, &out, &errb)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) {
+				t.Fatalf("stdout %q / stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	execute([]string{"policy", "import-casbin", csv}, &out, &errb)
+	var data map[string]any
+	if err := json.Unmarshal(out.Bytes(), &data); err != nil {
+		t.Fatalf("import-casbin stdout is not JSON: %v", err)
+	}
+}

@@ -1,0 +1,263 @@
+package policies
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// DefaultEntrypoint is the rule a policy must define: the decision object
+// {"allow": bool, "reason": string, "headers": {name: value}}.
+const DefaultEntrypoint = "gatehouse/extensions/decision"
+
+// File names in a bundle directory, as in OPA bundles.
+const (
+	DataFile     = "data.json"
+	ManifestFile = ".manifest"
+)
+
+// Bundle is one version of a policy: Rego modules, the data document and the
+// manifest. Build it with LoadDir, LoadFS or DefaultBundle.
+type Bundle struct {
+	Modules  []Module
+	Data     map[string]any
+	Manifest Manifest
+}
+
+// Module is one Rego source file; Path names it in compiler messages.
+type Module struct {
+	Path   string
+	Source []byte
+}
+
+// Manifest is a bundle's .manifest. It is OPA's bundle manifest; Gatehouse's
+// settings live in its metadata:
+//
+//	{"revision": "2026-08-01.1",
+//	 "metadata": {"enforcing": false, "entrypoint": "gatehouse/extensions/decision"}}
+type Manifest struct {
+	// Revision names the policy version in logs and decisions.
+	Revision string `json:"revision,omitempty"`
+	// RegoVersion is 1 (the default, Rego v1 syntax) or 0.
+	RegoVersion *int `json:"rego_version,omitempty"`
+	// Metadata holds Gatehouse's settings.
+	Metadata ManifestMetadata `json:"metadata,omitzero"`
+}
+
+// ManifestMetadata are Gatehouse's bundle settings.
+type ManifestMetadata struct {
+	// Enforcing is true unless set to false: a non-enforcing policy runs in
+	// shadow mode, logging what it would deny and allowing it.
+	Enforcing *bool `json:"enforcing,omitempty"`
+	// Entrypoint is the decision rule, as a slash path (DefaultEntrypoint).
+	Entrypoint string `json:"entrypoint,omitempty"`
+	// CacheKeyIncludesPath must be set by a policy that reads
+	// input.request.path, so decisions are cached per path.
+	CacheKeyIncludesPath bool `json:"cacheKeyIncludesPath,omitempty"`
+}
+
+// IsEnforcing reports whether the bundle's decisions are enforced.
+func (m Manifest) IsEnforcing() bool {
+	return m.Metadata.Enforcing == nil || *m.Metadata.Enforcing
+}
+
+// Query returns the Rego query for the manifest's entrypoint.
+func (m Manifest) Query() (string, error) {
+	ep := m.Metadata.Entrypoint
+	if ep == "" {
+		ep = DefaultEntrypoint
+	}
+	ep = strings.TrimPrefix(strings.TrimPrefix(ep, "data."), "data/")
+	parts := strings.FieldsFunc(ep, func(r rune) bool { return r == '/' || r == '.' })
+	if len(parts) == 0 {
+		return "", fmt.Errorf("entrypoint %q names no rule", m.Metadata.Entrypoint)
+	}
+	for _, p := range parts {
+		if !isIdentifier(p) {
+			return "", fmt.Errorf("entrypoint %q: %q is not a Rego identifier", m.Metadata.Entrypoint, p)
+		}
+	}
+	return "data." + strings.Join(parts, "."), nil
+}
+
+func isIdentifier(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// LoadOptions choose what LoadDir and LoadFS read.
+type LoadOptions struct {
+	// Tests includes *_test.rego files (for RunTests); the engine leaves them out.
+	Tests bool
+}
+
+// LoadDir reads a bundle directory: every .rego file below it, every
+// data.json (merged at its directory's path, as in OPA bundles) and the
+// .manifest at its root. Other files, such as data.example.json, are ignored.
+func LoadDir(dir string, opts LoadOptions) (Bundle, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return Bundle{}, fmt.Errorf("load policy %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return Bundle{}, fmt.Errorf("load policy %s: not a directory", dir)
+	}
+	b, err := LoadFS(os.DirFS(dir), ".", opts)
+	if err != nil {
+		return Bundle{}, fmt.Errorf("load policy %s: %w", dir, err)
+	}
+	return b, nil
+}
+
+// LoadFS is LoadDir for a directory of fsys.
+func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
+	b := Bundle{Data: map[string]any{}}
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := p
+		switch {
+		case p == root:
+			rel = ""
+		case root != ".":
+			rel = strings.TrimPrefix(p, root+"/")
+		}
+		if d.IsDir() {
+			if rel != "" && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir // .git and the like
+			}
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(d.Name(), ".rego"):
+			if strings.HasSuffix(d.Name(), "_test.rego") && !opts.Tests {
+				return nil
+			}
+			src, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			b.Modules = append(b.Modules, Module{Path: rel, Source: src})
+		case d.Name() == DataFile:
+			raw, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			doc, err := decodeJSONObject(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			var at []string
+			if dir := path.Dir(rel); dir != "." {
+				at = strings.Split(dir, "/")
+			}
+			if err := mergeAt(b.Data, at, doc); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+		case d.Name() == ManifestFile && rel == ManifestFile:
+			raw, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &b.Manifest); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Bundle{}, err
+	}
+	if len(b.Modules) == 0 {
+		return Bundle{}, errors.New("no .rego files")
+	}
+	sort.Slice(b.Modules, func(i, j int) bool { return b.Modules[i].Path < b.Modules[j].Path })
+	return b, nil
+}
+
+// decodeJSONObject decodes a JSON object, keeping numbers exact.
+func decodeJSONObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decode JSON: %w", err)
+	}
+	if doc == nil {
+		return nil, errors.New("decode JSON: want an object")
+	}
+	if dec.More() {
+		return nil, errors.New("decode JSON: more than one value")
+	}
+	return doc, nil
+}
+
+// mergeAt merges doc into data at the path at; two documents may not set the
+// same leaf.
+func mergeAt(data map[string]any, at []string, doc map[string]any) error {
+	for _, k := range at {
+		next, ok := data[k]
+		if !ok {
+			m := map[string]any{}
+			data[k] = m
+			data = m
+			continue
+		}
+		m, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Errorf("data at %s is not an object", strings.Join(at, "."))
+		}
+		data = m
+	}
+	for k, v := range doc {
+		old, ok := data[k]
+		if !ok {
+			data[k] = v
+			continue
+		}
+		om, ok1 := old.(map[string]any)
+		nm, ok2 := v.(map[string]any)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("data key %q is set twice", k)
+		}
+		if err := mergeAt(om, nil, nm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Digest is a content hash of the bundle; the engine recompiles only when it
+// changes.
+func (b Bundle) Digest() string {
+	h := sha256.New()
+	mods := append([]Module(nil), b.Modules...)
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })
+	for _, m := range mods {
+		fmt.Fprintf(h, "module %d %s %d\n", len(m.Path), m.Path, len(m.Source))
+		h.Write(m.Source)
+	}
+	data, _ := json.Marshal(b.Data) // map keys are sorted
+	fmt.Fprintf(h, "data %d\n", len(data))
+	h.Write(data)
+	manifest, _ := json.Marshal(b.Manifest)
+	fmt.Fprintf(h, "manifest %d\n", len(manifest))
+	h.Write(manifest)
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,16 @@
+// Package policies owns extension authorization: the default Rego policy
+// (extensions/policy.rego, embedded), the data model its grants live in, and
+// the Go code that compiles and evaluates policy bundles with OPA.
+//
+// A Bundle is a set of Rego modules, a data document (data.json) and an
+// optional .manifest. An Engine compiles a bundle once (rego.PrepareForEval),
+// swaps it in atomically, and answers Decide calls for the proxy: a decision
+// cache sits in front of OPA, a bundle marked non-enforcing runs in shadow
+// mode, and every decision is logged without tokens or secrets. A bundle that
+// does not compile, or whose data.gatehouse document is malformed, is refused
+// and the previous one stays.
+//
+// The admin commands call RunTests (gatehouse policy test), EvalFile
+// (gatehouse policy eval) and the casbin subpackage (gatehouse policy
+// import-casbin).
+package policies

@@ -1,0 +1,403 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
+)
+
+// ErrNoPolicy is returned by Decide before a policy has been loaded.
+var ErrNoPolicy = errors.New("no extension policy loaded")
+
+// Decision is the answer for one request.
+type Decision struct {
+	// Allow is the effective answer: the policy's, or true in shadow mode.
+	Allow bool
+	// Reason explains the decision; it is safe to show the user.
+	Reason string
+	// Headers are added to the backend request when allowed. Shared between
+	// cached decisions: do not modify.
+	Headers map[string]string
+	// Shadow is set when the policy denied but is not enforcing, so Allow is
+	// true anyway.
+	Shadow bool
+	// Revision is the policy revision that decided.
+	Revision string
+	// Cached is set when the decision came from the decision cache.
+	Cached bool
+}
+
+// Engine evaluates extension requests against the current policy. It is safe
+// for concurrent use; Load swaps the policy atomically.
+type Engine struct {
+	opts   options
+	iqvc   cache.InterQueryValueCache
+	state  atomic.Pointer[compiled]
+	loadMu sync.Mutex
+
+	hits, misses, evals, errs atomic.Uint64
+}
+
+// compiled is one loaded policy version, with its own decision cache.
+type compiled struct {
+	query     rego.PreparedEvalQuery
+	compiler  *ast.Compiler
+	store     storage.Store
+	digest    string
+	revision  string
+	enforcing bool
+	withPath  bool
+	cache     *decisionCache
+}
+
+type options struct {
+	log       *slog.Logger
+	cacheTTL  time.Duration
+	cacheSize int
+	globCache int
+	now       func() time.Time
+}
+
+// Option configures an Engine.
+type Option func(*options)
+
+// WithDecisionLog logs one line per decision (and engine events) to l; nil
+// disables logging.
+func WithDecisionLog(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithCache sets the decision cache's bound and TTL (defaults 10,000 entries,
+// 5s); a zero size or TTL disables the cache.
+func WithCache(size int, ttl time.Duration) Option {
+	return func(o *options) { o.cacheSize, o.cacheTTL = size, ttl }
+}
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// NewEngine returns an Engine with no policy; Decide fails with ErrNoPolicy
+// until Load succeeds.
+func NewEngine(opts ...Option) *Engine {
+	o := options{cacheTTL: 5 * time.Second, cacheSize: 10000, globCache: 10000, now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	// OPA keeps only 100 compiled globs in its process-wide cache; a policy
+	// with more patterns would recompile them on every evaluation. Compiled
+	// globs are kept in an inter-query cache of this engine instead.
+	n := o.globCache
+	iqvc := cache.NewInterQueryValueCache(context.Background(), &cache.Config{
+		InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &n},
+	})
+	return &Engine{opts: o, iqvc: iqvc}
+}
+
+// Load compiles b and, if it compiles, makes it the engine's policy and drops
+// the decision cache. A bundle identical to the current one is not compiled
+// again. On error the previous policy stays, and the error carries the
+// compiler's message.
+func (e *Engine) Load(ctx context.Context, b Bundle) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	digest := b.Digest()
+	if cur := e.state.Load(); cur != nil && cur.digest == digest {
+		return nil
+	}
+	start := time.Now()
+	c, warnings, err := compileBundle(ctx, b, e.iqvc)
+	if err != nil {
+		e.logEvent(ctx, slog.LevelError, "extension policy refused", slog.String("revision", b.Manifest.Revision), slog.String("error", err.Error()))
+		return err
+	}
+	c.digest = digest
+	c.cache = newDecisionCache(e.opts.cacheSize, e.opts.cacheTTL)
+	e.state.Store(c)
+	for _, w := range warnings {
+		e.logEvent(ctx, slog.LevelWarn, "extension policy data", slog.String("revision", c.revision), slog.String("warning", w))
+	}
+	e.logEvent(ctx, slog.LevelInfo, "extension policy loaded",
+		slog.String("revision", c.revision), slog.Bool("enforcing", c.enforcing),
+		slog.Int("modules", len(b.Modules)), slog.Duration("compile", time.Since(start)))
+	return nil
+}
+
+// Check compiles b without loading it, for validating a bundle before it is
+// shipped. It returns the data warnings.
+func Check(ctx context.Context, b Bundle) (warnings []string, err error) {
+	_, warnings, err = compileBundle(ctx, b, nil)
+	return warnings, err
+}
+
+// Revision returns the loaded policy's revision ("" before any Load).
+func (e *Engine) Revision() string {
+	if c := e.state.Load(); c != nil {
+		return c.revision
+	}
+	return ""
+}
+
+// Flush drops cached decisions, for when what the proxy resolves inputs from
+// (applications, projects, clusters) changed in a way the cache key does not
+// show.
+func (e *Engine) Flush() {
+	if c := e.state.Load(); c != nil && c.cache != nil {
+		n := *c
+		n.cache = newDecisionCache(e.opts.cacheSize, e.opts.cacheTTL)
+		e.state.CompareAndSwap(c, &n)
+	}
+}
+
+// Stats are counters since the engine started.
+type Stats struct {
+	CacheHits, CacheMisses, Evaluations, Errors uint64
+	CacheEntries                                int
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	s := Stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(), Errors: e.errs.Load()}
+	if c := e.state.Load(); c != nil && c.cache != nil {
+		s.CacheEntries = c.cache.len()
+	}
+	return s
+}
+
+// Decide answers one request. A decision from the cache is returned if there
+// is a fresh one; otherwise the policy is evaluated. An evaluation error is
+// returned as an error (deny the request) unless the policy is in shadow mode,
+// which allows.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	c := e.state.Load()
+	if c == nil {
+		return Decision{}, ErrNoPolicy
+	}
+	start := time.Now()
+	in.normalize()
+	var key string
+	if c.cache != nil {
+		key = cacheKey(&in, c.withPath, c.cache.seed)
+		if d, ok := c.cache.get(key, e.opts.now()); ok {
+			e.hits.Add(1)
+			d.Cached = true
+			e.logDecision(ctx, &in, d, start, nil)
+			return d, nil
+		}
+		e.misses.Add(1)
+	}
+	e.evals.Add(1)
+	d, err := c.eval(ctx, &in)
+	if err != nil {
+		e.errs.Add(1)
+		if !c.enforcing {
+			d = Decision{Allow: true, Shadow: true, Reason: "the policy failed (not enforcing): " + err.Error(), Revision: c.revision}
+			e.logDecision(ctx, &in, d, start, err)
+			return d, nil
+		}
+		e.logDecision(ctx, &in, Decision{Revision: c.revision, Reason: "policy error"}, start, err)
+		return Decision{Revision: c.revision, Reason: "denied: the policy could not be evaluated"}, err
+	}
+	if c.cache != nil {
+		c.cache.put(key, d, e.opts.now())
+	}
+	e.logDecision(ctx, &in, d, start, nil)
+	return d, nil
+}
+
+func (c *compiled) eval(ctx context.Context, in *Input) (Decision, error) {
+	rs, err := c.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+	if err != nil {
+		return Decision{}, fmt.Errorf("evaluate policy %s: %w", c.revision, err)
+	}
+	d := Decision{Revision: c.revision}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		d.Reason = "denied: the policy made no decision"
+	} else if err := decodeDecision(rs[0].Expressions[0].Value, &d); err != nil {
+		return Decision{}, fmt.Errorf("policy %s: %w", c.revision, err)
+	}
+	if !d.Allow && !c.enforcing {
+		d.Allow, d.Shadow, d.Headers = true, true, nil
+	}
+	return d, nil
+}
+
+// decodeDecision reads the policy's output contract.
+func decodeDecision(v any, d *Decision) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("decision is %s, want an object {allow, reason, headers}", jsonType(v))
+	}
+	allow, ok := m["allow"].(bool)
+	if !ok {
+		return fmt.Errorf("decision.allow is %s, want a boolean", jsonType(m["allow"]))
+	}
+	d.Allow = allow
+	if r, ok := m["reason"]; ok {
+		s, ok := r.(string)
+		if !ok {
+			return fmt.Errorf("decision.reason is %s, want a string", jsonType(r))
+		}
+		d.Reason = s
+	}
+	if h, ok := m["headers"]; ok && h != nil {
+		hm, ok := h.(map[string]any)
+		if !ok {
+			return fmt.Errorf("decision.headers is %s, want an object of strings", jsonType(h))
+		}
+		if allow && len(hm) > 0 {
+			d.Headers = make(map[string]string, len(hm))
+			for k, v := range hm {
+				if msg := checkHeader(k, v); msg != "" {
+					return fmt.Errorf("decision.headers[%q]: %s", k, msg)
+				}
+				d.Headers[k] = v.(string)
+			}
+		}
+	}
+	if d.Reason == "" {
+		if allow {
+			d.Reason = "allowed"
+		} else {
+			d.Reason = "denied"
+		}
+	}
+	return nil
+}
+
+// compileBundle parses and compiles b, validates its data, and prepares the
+// query. iqvc may be nil (for Check).
+// The grant index. A policy that defines IndexRule (the default policy does)
+// gets it evaluated once per load, without input, and its value stored at
+// data.gatehouse.index, so each decision looks grants up instead of
+// rearranging data.gatehouse.roles again.
+const IndexRule = "data.gatehouse.extensions.index_from_data"
+
+var indexPath = storage.MustParsePath("/" + DataKey + "/index")
+
+func precomputeIndex(ctx context.Context, compiler *ast.Compiler, store storage.Store, data map[string]any) error {
+	if _, ok := data[DataKey].(map[string]any); !ok {
+		return nil
+	}
+	if len(compiler.GetRules(ast.MustParseRef(IndexRule))) == 0 {
+		return nil
+	}
+	// The index stays an AST value (no round trip through Go maps), as the
+	// store holds AST values.
+	asAST := rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil })
+	rs, err := rego.New(rego.Compiler(compiler), rego.Store(store), rego.Query(IndexRule), asAST).Eval(ctx)
+	if err != nil {
+		return fmt.Errorf("build grant index (%s): %w", IndexRule, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return fmt.Errorf("build grant index: %s is undefined", IndexRule)
+	}
+	if err := storage.WriteOne(ctx, store, storage.AddOp, indexPath, rs[0].Expressions[0].Value); err != nil {
+		return fmt.Errorf("store grant index: %w", err)
+	}
+	return nil
+}
+
+func compileBundle(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache) (*compiled, []string, error) {
+	return compileBundleIndexed(ctx, b, iqvc, true)
+}
+
+// compileBundleIndexed is compileBundle; withIndex false leaves the grant
+// index to be computed on each evaluation (as opa test does), for tests that
+// compare the two.
+func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache, withIndex bool) (*compiled, []string, error) {
+	rev := b.Manifest.Revision
+	name := rev
+	if name == "" {
+		name = "(no revision)"
+	}
+	query, err := b.Manifest.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy %s: manifest: %w", name, err)
+	}
+	regoVersion := ast.RegoV1
+	if v := b.Manifest.RegoVersion; v != nil {
+		switch *v {
+		case 0:
+			regoVersion = ast.RegoV0
+		case 1:
+		default:
+			return nil, nil, fmt.Errorf("policy %s: manifest: rego_version %d: want 0 or 1", name, *v)
+		}
+	}
+	if len(b.Modules) == 0 {
+		return nil, nil, fmt.Errorf("policy %s: no Rego modules", name)
+	}
+	data := b.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	warnings, err := ValidateData(data)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+	}
+
+	modules := make(map[string]*ast.Module, len(b.Modules))
+	var parseErrs ast.Errors
+	for _, m := range b.Modules {
+		mod, err := ast.ParseModuleWithOpts(m.Path, string(m.Source), ast.ParserOptions{RegoVersion: regoVersion, ProcessAnnotation: true})
+		if err != nil {
+			var errs ast.Errors
+			if errors.As(err, &errs) {
+				parseErrs = append(parseErrs, errs...)
+				continue
+			}
+			return nil, warnings, fmt.Errorf("policy %s: parse %s: %w", name, m.Path, err)
+		}
+		if _, dup := modules[m.Path]; dup {
+			return nil, warnings, fmt.Errorf("policy %s: module %s given twice", name, m.Path)
+		}
+		modules[m.Path] = mod
+	}
+	if len(parseErrs) > 0 {
+		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, parseErrs)
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false)
+	compiler.Compile(modules)
+	if compiler.Failed() {
+		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, compiler.Errors)
+	}
+	ref := ast.MustParseRef(query)
+	if len(compiler.GetRules(ref)) == 0 {
+		return nil, warnings, fmt.Errorf("policy %s defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", name, query, ManifestFile)
+	}
+
+	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	if withIndex {
+		if err := precomputeIndex(ctx, compiler, store, data); err != nil {
+			return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		}
+	}
+	ropts := []func(*rego.Rego){
+		rego.Compiler(compiler),
+		rego.Store(store),
+		rego.Query(query),
+	}
+	if iqvc != nil {
+		ropts = append(ropts, rego.InterQueryBuiltinValueCache(iqvc))
+	}
+	pq, err := rego.New(ropts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, err)
+	}
+	return &compiled{
+		query:     pq,
+		compiler:  compiler,
+		store:     store,
+		revision:  rev,
+		enforcing: b.Manifest.IsEnforcing(),
+		withPath:  b.Manifest.Metadata.CacheKeyIncludesPath,
+	}, warnings, nil
+}

@@ -1,0 +1,163 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/topdown/lineage"
+)
+
+// ExplanationRule is the rule `policy eval --explain` prints when a policy
+// defines it (the default policy does): the roles, grants and checks behind
+// the decision.
+const ExplanationRule = "data.gatehouse.extensions.explanation"
+
+// Explain modes for EvalOptions.Explain, as in `opa eval --explain`.
+const (
+	ExplainNone  = ""
+	ExplainNotes = "notes" // the policy's trace() notes and the explanation
+	ExplainFails = "fails" // plus every expression that failed
+	ExplainFull  = "full"  // plus the whole OPA trace
+)
+
+// EvalOptions tune Eval.
+type EvalOptions struct {
+	Explain string
+}
+
+// EvalReport is what `gatehouse policy eval` prints.
+type EvalReport struct {
+	Decision Decision
+	// Explanation is the value of ExplanationRule, if the policy has it and
+	// Explain was asked for.
+	Explanation any
+	// Trace is OPA's trace, filtered by the explain mode.
+	Trace string
+}
+
+// EvalFile evaluates the policy bundle in policyDir for the input in the
+// JSON file inputFile: `gatehouse policy eval --policy DIR --input FILE`.
+func EvalFile(ctx context.Context, policyDir, inputFile string, opts EvalOptions) (*EvalReport, error) {
+	b, err := LoadDir(policyDir, LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(inputFile)
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	in, err := DecodeInput(raw)
+	if err != nil {
+		return nil, fmt.Errorf("input %s: %w", inputFile, err)
+	}
+	return Eval(ctx, b, in, opts)
+}
+
+// DecodeInput reads an Input from JSON; unknown fields are errors, so a
+// misspelt field cannot silently change the answer.
+func DecodeInput(raw []byte) (Input, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var in Input
+	if err := dec.Decode(&in); err != nil {
+		return Input{}, fmt.Errorf("decode: %w", err)
+	}
+	return in, nil
+}
+
+// Eval decides one input with bundle b, as the proxy would (but uncached),
+// and explains the decision when asked.
+func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalReport, error) {
+	switch opts.Explain {
+	case ExplainNone, ExplainNotes, ExplainFails, ExplainFull:
+	default:
+		return nil, fmt.Errorf("explain %q: use notes, fails or full", opts.Explain)
+	}
+	e := NewEngine(WithCache(0, 0))
+	if err := e.Load(ctx, b); err != nil {
+		return nil, err
+	}
+	d, err := e.Decide(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	report := &EvalReport{Decision: d}
+	if opts.Explain == ExplainNone {
+		return report, nil
+	}
+	c := e.state.Load()
+	in.normalize()
+	tracer := topdown.NewBufferTracer()
+	if _, err := c.query.Eval(ctx, rego.EvalParsedInput(in.astValue()), rego.EvalQueryTracer(tracer)); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	var events []*topdown.Event
+	switch opts.Explain {
+	case ExplainNotes:
+		events = lineage.Notes(*tracer)
+	case ExplainFails:
+		events = lineage.Fails(*tracer)
+	case ExplainFull:
+		events = lineage.Full(*tracer)
+	}
+	var buf bytes.Buffer
+	topdown.PrettyTraceWithLocation(&buf, events)
+	report.Trace = buf.String()
+	if len(c.compiler.GetRules(ast.MustParseRef(ExplanationRule))) > 0 {
+		pq, err := rego.New(rego.Compiler(c.compiler), rego.Store(c.store), rego.Query(ExplanationRule)).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("explain: %w", err)
+		}
+		rs, err := pq.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+		if err != nil {
+			return nil, fmt.Errorf("explain: %w", err)
+		}
+		if len(rs) > 0 && len(rs[0].Expressions) > 0 {
+			report.Explanation = rs[0].Expressions[0].Value
+		}
+	}
+	return report, nil
+}
+
+// Write prints the report for a person.
+func (r *EvalReport) Write(w io.Writer) error {
+	var b strings.Builder
+	d := r.Decision
+	verdict := "deny"
+	if d.Allow {
+		verdict = "allow"
+	}
+	if d.Shadow {
+		verdict = "allow (shadow mode: the policy denies, but is not enforcing)"
+	}
+	fmt.Fprintf(&b, "decision: %s\nreason:   %s\n", verdict, d.Reason)
+	if d.Revision != "" {
+		fmt.Fprintf(&b, "revision: %s\n", d.Revision)
+	}
+	if len(d.Headers) > 0 {
+		b.WriteString("headers:\n")
+		for _, k := range sortedKeys(d.Headers) {
+			fmt.Fprintf(&b, "  %s: %s\n", k, d.Headers[k])
+		}
+	}
+	if r.Explanation != nil {
+		out, err := json.MarshalIndent(r.Explanation, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "explanation:\n  %s\n", out)
+	}
+	if r.Trace != "" {
+		fmt.Fprintf(&b, "trace:\n%s", r.Trace)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,160 @@
+package policies
+
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Input is what a policy decides on: input in Rego. The proxy fills it from
+// the authenticated token and its snapshot (never from request headers alone):
+//
+//	{"user": {"id": "…", "username": "…", "groups": ["…"]},
+//	 "extension": "metrics",
+//	 "application": {"namespace": "team-a", "name": "guestbook", "project": "team-a",
+//	                 "destination": {"name": "", "server": "https://…", "namespace": "guestbook"}},
+//	 "project": {"name": "team-a", "sourceNamespaces": ["team-a"],
+//	             "destinations": [{"server": "https://…", "namespace": "guestbook"}],
+//	             "permitOnlyProjectScopedClusters": false},
+//	 "cluster": {"name": "in-cluster", "server": "https://…", "project": ""},
+//	 "request": {"method": "GET", "path": "/api/v1/…"}}
+//
+// Application, Project and Cluster are absent for system extensions.
+type Input struct {
+	User        User         `json:"user"`
+	Extension   string       `json:"extension"`
+	Application *Application `json:"application,omitempty"`
+	// Project is the Application's AppProject as the snapshot has it.
+	Project *Project `json:"project,omitempty"`
+	// Cluster is the destination cluster the Application resolves to.
+	Cluster *Cluster `json:"cluster,omitempty"`
+	Request Request  `json:"request"`
+}
+
+// User is the authenticated caller. ID is the RBAC subject (Argo CD's
+// federated_claims.user_id or sub); bindings.users matches it. Groups come
+// from the token's group claims.
+type User struct {
+	ID       string   `json:"id"`
+	Username string   `json:"username,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+}
+
+// Application is the Argo CD Application a request is for.
+type Application struct {
+	Namespace   string      `json:"namespace"`
+	Name        string      `json:"name"`
+	Project     string      `json:"project"`
+	Destination Destination `json:"destination"`
+}
+
+// Destination is an Application destination or an AppProject destination
+// entry (whose fields are globs, "!" for deny).
+type Destination struct {
+	Name      string `json:"name,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Project is the part of an AppProject the policy checks.
+type Project struct {
+	Name                            string        `json:"name"`
+	SourceNamespaces                []string      `json:"sourceNamespaces,omitempty"`
+	Destinations                    []Destination `json:"destinations,omitempty"`
+	PermitOnlyProjectScopedClusters bool          `json:"permitOnlyProjectScopedClusters,omitempty"`
+}
+
+// Cluster is a resolved destination cluster; Project is set for a
+// project-scoped cluster.
+type Cluster struct {
+	Name    string `json:"name"`
+	Server  string `json:"server"`
+	Project string `json:"project,omitempty"`
+}
+
+// Request is the HTTP request. The engine upper-cases Method.
+type Request struct {
+	Method string `json:"method"`
+	Path   string `json:"path,omitempty"`
+}
+
+// normalize upper-cases the method, so "get" cannot slip past a rule for GET.
+func (in *Input) normalize() {
+	if !isUpper(in.Request.Method) {
+		in.Request.Method = strings.ToUpper(in.Request.Method)
+	}
+}
+
+func isUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'a' && s[i] <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// astValue builds the Rego input directly, without a JSON round trip.
+func (in *Input) astValue() ast.Value {
+	user := ast.NewObject(
+		item("id", ast.String(in.User.ID)),
+		item("username", ast.String(in.User.Username)),
+		item("groups", stringArray(in.User.Groups)),
+	)
+	obj := ast.NewObject(
+		item("user", user),
+		item("extension", ast.String(in.Extension)),
+		item("request", ast.NewObject(
+			item("method", ast.String(in.Request.Method)),
+			item("path", ast.String(in.Request.Path)),
+		)),
+	)
+	if a := in.Application; a != nil {
+		obj.Insert(ast.InternedTerm("application"), ast.NewTerm(ast.NewObject(
+			item("namespace", ast.String(a.Namespace)),
+			item("name", ast.String(a.Name)),
+			item("project", ast.String(a.Project)),
+			item("destination", destinationValue(a.Destination)),
+		)))
+	}
+	if p := in.Project; p != nil {
+		dests := make([]*ast.Term, len(p.Destinations))
+		for i, d := range p.Destinations {
+			dests[i] = ast.NewTerm(destinationValue(d))
+		}
+		obj.Insert(ast.InternedTerm("project"), ast.NewTerm(ast.NewObject(
+			item("name", ast.String(p.Name)),
+			item("sourceNamespaces", stringArray(p.SourceNamespaces)),
+			item("destinations", ast.NewArray(dests...)),
+			item("permitOnlyProjectScopedClusters", ast.Boolean(p.PermitOnlyProjectScopedClusters)),
+		)))
+	}
+	if c := in.Cluster; c != nil {
+		obj.Insert(ast.InternedTerm("cluster"), ast.NewTerm(ast.NewObject(
+			item("name", ast.String(c.Name)),
+			item("server", ast.String(c.Server)),
+			item("project", ast.String(c.Project)),
+		)))
+	}
+	return obj
+}
+
+func destinationValue(d Destination) ast.Value {
+	return ast.NewObject(
+		item("name", ast.String(d.Name)),
+		item("server", ast.String(d.Server)),
+		item("namespace", ast.String(d.Namespace)),
+	)
+}
+
+func item(k string, v ast.Value) [2]*ast.Term {
+	return [2]*ast.Term{ast.InternedTerm(k), ast.NewTerm(v)}
+}
+
+func stringArray(ss []string) ast.Value {
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = ast.StringTerm(s)
+	}
+	return ast.NewArray(terms...)
+}

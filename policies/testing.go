@@ -1,0 +1,129 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// TestOptions tune RunTests.
+type TestOptions struct {
+	// Run is a regular expression selecting tests by name (all when empty).
+	Run string
+	// Timeout bounds each test (default 5s).
+	Timeout time.Duration
+}
+
+// TestReport is the outcome of RunTests.
+type TestReport struct {
+	Results []*tester.Result
+}
+
+// Counts returns how many tests passed, failed (or errored) and were skipped.
+func (r TestReport) Counts() (passed, failed, skipped int) {
+	for _, res := range r.Results {
+		switch {
+		case res.Skip:
+			skipped++
+		case res.Pass():
+			passed++
+		default:
+			failed++
+		}
+	}
+	return passed, failed, skipped
+}
+
+// OK reports whether at least one test ran and none failed.
+func (r TestReport) OK() bool {
+	passed, failed, _ := r.Counts()
+	return failed == 0 && passed > 0
+}
+
+// Write prints the report as `opa test` does (every test when verbose, else
+// failures and the summary).
+func (r TestReport) Write(w io.Writer, verbose bool) error {
+	ch := make(chan *tester.Result, len(r.Results))
+	for _, res := range r.Results {
+		ch <- res
+	}
+	close(ch)
+	return tester.PrettyReporter{Output: w, Verbose: verbose, FailureLine: true}.Report(ch)
+}
+
+// RunTests runs the Rego tests (test_ rules, usually in *_test.rego files) of
+// the policy bundle in dir with OPA's test runner, with the bundle's own
+// data.json as data. This is `gatehouse policy test DIR`.
+func RunTests(ctx context.Context, dir string, opts TestOptions) (TestReport, error) {
+	b, err := LoadDir(dir, LoadOptions{Tests: true})
+	if err != nil {
+		return TestReport{}, err
+	}
+	return RunBundleTests(ctx, b, opts)
+}
+
+// RunBundleTests is RunTests for a bundle already in memory.
+func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
+	regoVersion := ast.RegoV1
+	if v := b.Manifest.RegoVersion; v != nil && *v == 0 {
+		regoVersion = ast.RegoV0
+	}
+	modules := make(map[string]*ast.Module, len(b.Modules))
+	var parseErrs ast.Errors
+	for _, m := range b.Modules {
+		mod, err := ast.ParseModuleWithOpts(m.Path, string(m.Source), ast.ParserOptions{RegoVersion: regoVersion, ProcessAnnotation: true})
+		if err != nil {
+			var errs ast.Errors
+			if errors.As(err, &errs) {
+				parseErrs = append(parseErrs, errs...)
+				continue
+			}
+			return TestReport{}, fmt.Errorf("parse %s: %w", m.Path, err)
+		}
+		modules[m.Path] = mod
+	}
+	if len(parseErrs) > 0 {
+		return TestReport{}, fmt.Errorf("policy does not compile: %w", parseErrs)
+	}
+	data := b.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	if _, err := ValidateData(data); err != nil {
+		return TestReport{}, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	runner := tester.NewRunner().
+		SetDefaultRegoVersion(regoVersion).
+		SetStore(inmem.NewFromObject(data)).
+		SetModules(modules).
+		SetTimeout(timeout).
+		CapturePrintOutput(true).
+		Filter(opts.Run)
+	ch, err := runner.RunTests(ctx, nil)
+	if err != nil {
+		return TestReport{}, fmt.Errorf("policy does not compile: %w", err)
+	}
+	var report TestReport
+	for res := range ch {
+		report.Results = append(report.Results, res)
+	}
+	sort.Slice(report.Results, func(i, j int) bool {
+		a, b := report.Results[i], report.Results[j]
+		if a.Package != b.Package {
+			return a.Package < b.Package
+		}
+		return a.Name < b.Name
+	})
+	return report, nil
+}

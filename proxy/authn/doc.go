@@ -1,0 +1,29 @@
+// Package authn authenticates requests to the extension proxy with the tokens
+// Argo CD issues or accepts, without Argo CD and without Kubernetes credentials:
+//
+//   - local-user, API key and project role tokens, HS256-signed by Argo CD with
+//     server.secretkey from argocd-secret (iss "argocd");
+//   - SSO ID tokens from Argo CD's bundled Dex or an external OIDC provider,
+//     checked against the issuer's JWKS, which is fetched, cached, and
+//     refreshed when a token names a key we do not have.
+//
+// The token comes from Argo CD's argocd.token cookie (joined when Argo CD split
+// it over several cookies) or from an Authorization: Bearer header.
+//
+// The verifier is deliberately small and uses only the standard library. The
+// issuer claim chooses the key material and each issuer has its own algorithm
+// allow-list, so "none" is never accepted and a public key is never used as an
+// HMAC secret. Expiry has no leeway; not-before has a configurable one.
+// Verified tokens are cached by SHA-256 until they expire, and the cache is
+// dropped whenever the configuration changes.
+//
+// A signature cannot show that Argo CD has since disabled an account, deleted
+// an API key or project token, or seen a password change. Config.LocalChecker
+// (Accounts implements Argo CD's rules) closes that gap from the snapshot;
+// sessions revoked by logout live in Argo CD's Redis and stay usable here until
+// they expire.
+//
+// Every refusal is an *Error that unwraps to one sentinel (ErrExpired,
+// ErrUnknownKey, …) and whose message tells the token's holder what to do; no
+// message or log line contains a token.
+package authn

@@ -1,0 +1,223 @@
+package authn
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxTokenBytes bounds the tokens Gatehouse parses. Argo CD refuses to write a
+// token that needs more than ARGOCD_MAX_COOKIE_NUMBER (default 20) cookies of
+// about 4 KB, so 128 KiB leaves room for a raised limit while keeping a hostile
+// request from making us decode megabytes.
+const MaxTokenBytes = 128 << 10
+
+// b64 is strict base64url without padding (RFC 7515 §2): it refuses padding,
+// whitespace and non-canonical trailing bits, so one token has one spelling.
+var b64 = base64.RawURLEncoding.Strict()
+
+// token is a compact JWS whose parts have been decoded but not yet trusted.
+type token struct {
+	signingInput []byte // "<header>.<payload>", the bytes the signature covers
+	header       header
+	claims       claims
+	signature    []byte
+}
+
+type header struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	// Crit names header extensions the verifier must understand (RFC 7515
+	// §4.1.11). Gatehouse understands none, so any crit refuses the token;
+	// this is how "b64":false (unencoded payload) tokens are kept out.
+	Crit json.RawMessage `json:"crit"`
+}
+
+// claims holds the registered claims Gatehouse checks plus the raw claim set,
+// from which the configured username and groups claims are read.
+type claims struct {
+	Issuer    string
+	Subject   string
+	Audience  []string
+	HasAud    bool
+	Expiry    time.Time // zero: no exp claim
+	NotBefore time.Time // zero: no nbf claim
+	IssuedAt  time.Time // zero: no iat claim
+	ID        string
+	raw       map[string]json.RawMessage
+}
+
+// parse splits and decodes a compact JWS. It checks shape only: nothing in the
+// result is authentic until a signature has been verified over signingInput.
+func parse(s string) (*token, error) {
+	if len(s) > MaxTokenBytes {
+		return nil, malformed("it is %d bytes long, more than the %d accepted", len(s), MaxTokenBytes)
+	}
+	first := strings.IndexByte(s, '.')
+	last := strings.LastIndexByte(s, '.')
+	if first < 0 || first == last || strings.Count(s, ".") != 2 {
+		return nil, malformed("a JWT has three dot-separated parts")
+	}
+	t := &token{signingInput: []byte(s[:last])}
+
+	headerJSON, err := b64.DecodeString(s[:first])
+	if err != nil {
+		return nil, malformed("header is not base64url")
+	}
+	if err := strictUnmarshal(headerJSON, &t.header); err != nil {
+		return nil, malformed("header is not a JSON object")
+	}
+	if t.header.Crit != nil {
+		return nil, malformed("header lists critical extensions (crit), which are not supported")
+	}
+	if t.header.Alg == "" {
+		return nil, malformed("header has no alg")
+	}
+
+	payload, err := b64.DecodeString(s[first+1 : last])
+	if err != nil {
+		return nil, malformed("payload is not base64url")
+	}
+	if err := parseClaims(payload, &t.claims); err != nil {
+		return nil, err
+	}
+
+	if t.signature, err = b64.DecodeString(s[last+1:]); err != nil {
+		return nil, malformed("signature is not base64url")
+	}
+	return t, nil
+}
+
+// strictUnmarshal decodes a JSON object. encoding/json would accept null (and
+// leave the target empty) where an object is required; this refuses it.
+func strictUnmarshal(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errNotObject
+	}
+	return json.Unmarshal(data, v)
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+func parseClaims(payload []byte, c *claims) error {
+	if err := strictUnmarshal(payload, &c.raw); err != nil {
+		return malformed("payload is not a JSON object")
+	}
+	var err error
+	if c.Issuer, err = stringClaim(c.raw, "iss"); err != nil {
+		return err
+	}
+	if c.Subject, err = stringClaim(c.raw, "sub"); err != nil {
+		return err
+	}
+	if c.ID, err = stringClaim(c.raw, "jti"); err != nil {
+		return err
+	}
+	if c.Expiry, err = timeClaim(c.raw, "exp"); err != nil {
+		return err
+	}
+	if c.NotBefore, err = timeClaim(c.raw, "nbf"); err != nil {
+		return err
+	}
+	if c.IssuedAt, err = timeClaim(c.raw, "iat"); err != nil {
+		return err
+	}
+	if aud, ok := c.raw["aud"]; ok && !isNull(aud) {
+		c.HasAud = true
+		if c.Audience, ok = audience(aud); !ok {
+			return malformed("aud is neither a string nor a list of strings")
+		}
+	}
+	return nil
+}
+
+// stringClaim reads an optional string claim; a present claim of another
+// type is malformed rather than ignored, so "sub": 1 cannot pass as "".
+func stringClaim(raw map[string]json.RawMessage, name string) (string, error) {
+	v, ok := raw[name]
+	if !ok || isNull(v) {
+		return "", nil
+	}
+	if s, ok := plainString(v); ok {
+		return s, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", malformed("%s is not a string", name)
+	}
+	return s, nil
+}
+
+// plainString is the fast path for a JSON string without escapes, which is
+// every claim Argo CD and common issuers write: the bytes between the quotes
+// are the value. It needs v to come from a document encoding/json already
+// validated (as map values do) and leaves anything else, including invalid
+// UTF-8 that encoding/json would replace, to json.Unmarshal.
+func plainString(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
+}
+
+// timeClaim reads a NumericDate (RFC 7519 §2): seconds since the epoch, a
+// JSON number that may have a fraction. Absent gives the zero time.
+func timeClaim(raw map[string]json.RawMessage, name string) (time.Time, error) {
+	v, ok := raw[name]
+	if !ok || isNull(v) {
+		return time.Time{}, nil
+	}
+	v = bytes.TrimSpace(v)
+	// A validated JSON number is also valid input for ParseFloat; anything
+	// else (a string, an object) is not a NumericDate.
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return time.Time{}, malformed("%s is not a number of seconds", name)
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return time.Time{}, malformed("%s is not a number of seconds", name)
+	}
+	// Refuse dates no real token carries (before 1970, after the year
+	// 10000) so the conversion below cannot overflow or wrap around.
+	if f < 0 || f > 253402300800 || math.IsNaN(f) {
+		return time.Time{}, malformed("%s is out of range", name)
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+}
+
+// audience reads aud, a string or a list of strings (RFC 7519 §4.1.3).
+func audience(v json.RawMessage) ([]string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return nil, false
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, false
+		}
+		return []string{s}, true
+	case '[':
+		var l []string
+		if err := json.Unmarshal(v, &l); err != nil {
+			return nil, false
+		}
+		return l, true
+	}
+	return nil, false
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

@@ -1,0 +1,319 @@
+package authn
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"hash"
+	"strings"
+	"sync"
+	"time"
+)
+
+// verify checks one token against one configuration snapshot. The unverified
+// iss claim only chooses which key material to try: every path then insists
+// on its own algorithm and key, so a token cannot pick a weaker path by
+// naming another issuer.
+func (st *state) verify(ctx context.Context, t *token, now time.Time) (*Identity, error) {
+	iss := t.claims.Issuer
+	switch {
+	case st.local != nil && iss == st.local.issuer:
+		return st.verifyLocal(t, now)
+	case st.oidc != nil && iss == st.oidc.issuer:
+		return st.verifyOIDC(ctx, t, now)
+	}
+	return nil, st.wrongIssuer(iss)
+}
+
+func (st *state) wrongIssuer(iss string) error {
+	var trusted []string
+	if st.local != nil {
+		trusted = append(trusted, quote(st.local.issuer)+" (Argo CD local users)")
+	}
+	if st.oidc != nil {
+		trusted = append(trusted, quote(st.oidc.issuer)+" (single sign-on)")
+	}
+	if len(trusted) == 0 {
+		return newError(ErrWrongIssuer, "no token issuer is trusted here: the proxy has neither Argo CD's server key nor an SSO issuer configured")
+	}
+	if iss == "" {
+		return newError(ErrWrongIssuer, "token names no issuer (iss); trusted here: %s", strings.Join(trusted, ", "))
+	}
+	return newError(ErrWrongIssuer, "token was issued by %s, which is not trusted here (trusted: %s): sign in through Argo CD",
+		quote(iss), strings.Join(trusted, ", "))
+}
+
+// localVerifier checks Argo CD's own tokens: HS256 over server.secretkey.
+type localVerifier struct {
+	issuer string
+	// macs holds HMAC-SHA256 states already keyed with the secret. Keying
+	// hashes the secret into two blocks; reusing a keyed state and Reset()ting
+	// it (which restores the keyed state) saves that work and two allocations
+	// on every cold verification.
+	macs sync.Pool
+}
+
+func newLocalVerifier(issuer string, secret []byte) *localVerifier {
+	key := append([]byte(nil), secret...) // the caller's slice may be reused
+	v := &localVerifier{issuer: issuer}
+	v.macs.New = func() any { return hmac.New(sha256.New, key) }
+	return v
+}
+
+func (v *localVerifier) verify(input, sig []byte) bool {
+	if len(sig) != sha256.Size {
+		return false
+	}
+	mac := v.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(input)
+	var sum [sha256.Size]byte
+	ok := hmac.Equal(mac.Sum(sum[:0]), sig)
+	v.macs.Put(mac)
+	return ok
+}
+
+func (st *state) verifyLocal(t *token, now time.Time) (*Identity, error) {
+	// Argo CD signs with HS256 only (util/session SessionManager.signClaims).
+	// It would accept HS384/HS512 too; nothing legitimate produces them.
+	if t.header.Alg != "HS256" {
+		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
+			quote(t.header.Alg), quote(st.local.issuer))
+	}
+	if !st.local.verify(t.signingInput, t.signature) {
+		return nil, newError(ErrBadSignature, "token signature does not match Argo CD's server key: "+
+			"the key (server.secretkey in argocd-secret) was changed or the token was not issued by this Argo CD; sign in again")
+	}
+	c := &t.claims
+	if err := checkTimes(c, now, st.leeway, false); err != nil {
+		return nil, err
+	}
+	// Argo CD refuses its own tokens without iat (util/session Parse), and
+	// needs it to tell tokens from before a password change.
+	if c.IssuedAt.IsZero() {
+		return nil, malformed("it has no issue time (iat), which Argo CD always sets")
+	}
+	if c.Subject == "" {
+		return nil, malformed("it names no subject (sub)")
+	}
+	lt := parseLocalSubject(c.Subject)
+	if lt.Account == "" && (lt.Project == "" || lt.Role == "") {
+		return nil, malformed("its subject %s names no account or project role", quote(c.Subject))
+	}
+	lt.ID, lt.IssuedAt = c.ID, c.IssuedAt
+	if st.checker != nil {
+		if err := st.checker.CheckLocal(lt); err != nil {
+			return nil, &Error{Kind: ErrRevoked, Reason: err.Error()}
+		}
+	}
+	name := lt.Account
+	if lt.Kind == KindProjectRole {
+		// Argo CD keeps the whole "proj:<project>:<role>" as the subject
+		// its RBAC and extension headers see.
+		name = c.Subject
+	}
+	return &Identity{
+		UserID:   name,
+		Username: name,
+		Groups:   groupsFrom(c.raw, st.groupsClaims),
+		Kind:     lt.Kind,
+		Subject:  c.Subject,
+		Issuer:   c.Issuer,
+		TokenID:  c.ID,
+		IssuedAt: c.IssuedAt,
+		Expiry:   c.Expiry,
+	}, nil
+}
+
+// oidcVerifier checks SSO tokens from Dex or an external OIDC provider.
+type oidcVerifier struct {
+	issuer               string
+	audiences            []string
+	skipAudienceWhenNone bool
+	algorithms           map[string]bool
+	algorithmList        string // for messages
+	usernameClaims       []string
+	keys                 *keySource
+}
+
+func (st *state) verifyOIDC(ctx context.Context, t *token, now time.Time) (*Identity, error) {
+	o := st.oidc
+	alg := t.header.Alg
+	if !o.algorithms[alg] {
+		why := ""
+		if strings.HasPrefix(alg, "HS") {
+			why = " (an SSO token is never checked with a shared secret, so a public key cannot be used as one)"
+		}
+		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted for tokens from %s%s: accepted are %s",
+			quote(alg), quote(o.issuer), why, o.algorithmList)
+	}
+
+	set, err := o.keys.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = set.verify(t)
+	if errors.Is(err, ErrUnknownKey) || errors.Is(err, ErrBadSignature) {
+		// The issuer may have rotated its keys since we fetched them. Ask
+		// again (at most once per MinRefreshInterval, shared by all
+		// requests) and retry once with whatever the issuer publishes now.
+		if fresh, changed := o.keys.refresh(ctx, set); changed {
+			err = fresh.verify(t)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	c := &t.claims
+	if err := checkTimes(c, now, st.leeway, true); err != nil {
+		return nil, err
+	}
+	if err := o.checkAudience(c); err != nil {
+		return nil, err
+	}
+	if c.Subject == "" {
+		return nil, malformed("it names no subject (sub)")
+	}
+	userID := federatedUserID(c.raw)
+	if userID == "" {
+		userID = c.Subject
+	}
+	username := firstString(c.raw, o.usernameClaims)
+	if username == "" {
+		username = userID
+	}
+	return &Identity{
+		UserID:   userID,
+		Username: username,
+		Groups:   groupsFrom(c.raw, st.groupsClaims),
+		Kind:     KindSSO,
+		Subject:  c.Subject,
+		Issuer:   c.Issuer,
+		TokenID:  c.ID,
+		IssuedAt: c.IssuedAt,
+		Expiry:   c.Expiry,
+	}, nil
+}
+
+// checkAudience follows Argo CD (util/oidc Provider.Verify): a token with an
+// aud claim must name one of the allowed audiences; a token without one is
+// refused unless skipAudienceCheckWhenTokenHasNoAudience is set.
+func (o *oidcVerifier) checkAudience(c *claims) error {
+	if !c.HasAud {
+		if o.skipAudienceWhenNone {
+			return nil
+		}
+		return newError(ErrWrongAudience, "token names no audience (aud); accepted audiences are %s: sign in through Argo CD",
+			quoteList(o.audiences))
+	}
+	for _, a := range c.Audience {
+		for _, want := range o.audiences {
+			if a == want {
+				return nil
+			}
+		}
+	}
+	return newError(ErrWrongAudience, "token is meant for %s, not for Argo CD (accepted audiences: %s): sign in through Argo CD",
+		quoteList(c.Audience), quoteList(o.audiences))
+}
+
+// checkTimes checks exp and nbf. The leeway forgives only a token that is
+// not valid *yet* (the issuer's clock a little ahead of ours, as right after
+// a login); expiry is exact, as in Argo CD and go-oidc, so the proxy never
+// accepts a token Argo CD itself has stopped accepting.
+func checkTimes(c *claims, now time.Time, leeway time.Duration, requireExp bool) error {
+	if c.Expiry.IsZero() {
+		if requireExp {
+			return malformed("it has no expiry time (exp), which single sign-on tokens must have")
+		}
+	} else if !now.Before(c.Expiry) {
+		return newError(ErrExpired, "token expired at %s: sign in to Argo CD again", stamp(c.Expiry))
+	}
+	if !c.NotBefore.IsZero() && now.Add(leeway).Before(c.NotBefore) {
+		return newError(ErrNotYetValid, "token is not valid before %s and the time here is %s: the clocks of the issuer and of this proxy disagree",
+			stamp(c.NotBefore), stamp(now))
+	}
+	return nil
+}
+
+// federatedUserID returns Dex's federated_claims.user_id, which Argo CD
+// prefers over sub (util/jwt GetUserIdentifier): Dex's sub is an opaque
+// encoding of the upstream id and the connector.
+func federatedUserID(raw map[string]json.RawMessage) string {
+	v, ok := raw["federated_claims"]
+	if !ok {
+		return ""
+	}
+	var fc struct {
+		UserID any `json:"user_id"`
+	}
+	if json.Unmarshal(v, &fc) != nil {
+		return ""
+	}
+	s, _ := fc.UserID.(string)
+	return s
+}
+
+// firstString returns the first claim among names that is a non-empty string.
+func firstString(raw map[string]json.RawMessage, names []string) string {
+	for _, n := range names {
+		v, ok := raw[n]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// groupsFrom collects the groups claims the way Argo CD's RBAC scopes do
+// (util/jwt GetScopeValues): each claim may be a string or a list; list items
+// that are not strings are skipped, and claims of other types are ignored
+// rather than refusing a token Argo CD accepts.
+func groupsFrom(raw map[string]json.RawMessage, names []string) []string {
+	var groups []string
+	for _, n := range names {
+		v, ok := raw[n]
+		if !ok {
+			continue
+		}
+		var val any
+		if json.Unmarshal(v, &val) != nil {
+			continue
+		}
+		switch x := val.(type) {
+		case string:
+			if x != "" {
+				groups = append(groups, x)
+			}
+		case []any:
+			for _, item := range x {
+				if s, ok := item.(string); ok && s != "" {
+					groups = append(groups, s)
+				}
+			}
+		}
+	}
+	return groups
+}
+
+func quoteList(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	q := make([]string, 0, len(l))
+	for i, s := range l {
+		if i == 5 {
+			q = append(q, "…")
+			break
+		}
+		q = append(q, quote(s))
+	}
+	return strings.Join(q, ", ")
+}

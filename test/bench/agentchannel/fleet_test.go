@@ -1,0 +1,510 @@
+//go:build linux
+
+package agentchannel
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/agent/client"
+	"github.com/gatehouse-dev/gatehouse/sidecar"
+)
+
+// fleet is N agents in this process, each with its own token, agent id and
+// gRPC/TLS connection. The first nReal are the real agent/client with a
+// real sidecar.Writer on a tmpfs; the others are leanAgents.
+type fleet struct {
+	addr, caFile, dir string
+	n, nReal          int
+	acks              *ackRecorder
+	problems          *problemLog
+	sets              *versionSets
+	starters          []func(context.Context)
+	conns             []*grpc.ClientConn // the lean agents'
+	cancel            context.CancelFunc
+	wg                sync.WaitGroup
+}
+
+func newFleet(addr, caFile, dir string, n, nReal int) *fleet {
+	return &fleet{addr: addr, caFile: caFile, dir: dir, n: n, nReal: min(nReal, n),
+		acks: newAckRecorder(), problems: &problemLog{}, sets: &versionSets{m: map[string]*versionSet{}}}
+}
+
+// prepare makes everything the agents need (token files, volumes,
+// connections not yet dialled), so that launch starts them together.
+func (f *fleet) prepare() error {
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(f.caFile)
+	if err != nil {
+		return err
+	}
+	if !pool.AppendCertsFromPEM(ca) {
+		return errors.New("no CA certificate in " + f.caFile)
+	}
+	if err := os.MkdirAll(filepath.Join(f.dir, "tokens"), 0o700); err != nil {
+		return err
+	}
+	for i := range f.n {
+		if i < f.nReal {
+			s, err := f.realAgent(i)
+			if err != nil {
+				return err
+			}
+			f.starters = append(f.starters, s)
+			continue
+		}
+		la := &leanAgent{idx: i, f: f}
+		conn, err := grpc.NewClient(f.addr,
+			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})),
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+			// Fixed flow-control windows instead of gRPC's dynamic ones
+			// (up to 16 MB a stream): a thousand lean agents share this
+			// process's CPU, fall behind reading, and with dynamic windows
+			// buffered a whole 10 MB download each, 10 GB in all.
+			grpc.WithStaticStreamWindowSize(1<<20), grpc.WithStaticConnWindowSize(2<<20))
+		if err != nil {
+			return err
+		}
+		f.conns = append(f.conns, conn)
+		f.starters = append(f.starters, func(ctx context.Context) {
+			defer conn.Close()
+			la.run(ctx, agentv1.NewCommanderClient(conn))
+		})
+	}
+	return nil
+}
+
+// launch starts every agent at once (a cold start: empty volumes); they
+// run until stop.
+func (f *fleet) launch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	for _, s := range f.starters {
+		f.wg.Go(func() { s(ctx) })
+	}
+}
+
+// realAgent prepares agent i as `gatehouse agent` runs it, minus the admin
+// endpoint: client.Agent with a sidecar.Writer of its own.
+func (f *fleet) realAgent(i int) (func(context.Context), error) {
+	tokenFile := filepath.Join(f.dir, "tokens", benchAgentID(i))
+	if err := os.WriteFile(tokenFile, []byte(benchToken(i)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	log := slog.New(f.problems)
+	w, err := sidecar.NewWriter(filepath.Join(f.dir, "volumes", benchAgentID(i)), sidecar.DefaultLimits(), log)
+	if err != nil {
+		return nil, err
+	}
+	a, err := client.New(client.Options{
+		Address: f.addr, CAFile: f.caFile, TokenFile: tokenFile, AgentID: benchAgentID(i),
+		Pod:     &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", i), Namespace: "gatehouse-system"},
+		Version: "bench", Writer: w,
+		InitialBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(f.acks.interceptor)},
+		Logger:      log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { _ = a.Run(ctx) }, nil
+}
+
+// stop ends every agent and waits (at most 30 s) for them.
+func (f *fleet) stop() {
+	defer func() {
+		for _, c := range f.conns {
+			_ = c.Close() // closing twice only returns an error
+		}
+	}()
+	if f.cancel == nil {
+		return
+	}
+	f.cancel()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		f.problems.add("agents did not stop within 30s")
+	}
+}
+
+// ackRecorder notes when each agent sent APPLIED for a version, on the
+// agents' side of the wire (loopback: the server has it microseconds later).
+type ackRecorder struct {
+	mu   sync.Mutex
+	acks map[string][]ack // version → each APPLIED
+}
+
+type ack struct {
+	at   int64 // unix ns
+	real bool  // sent by a real agent (else a lean one)
+}
+
+func newAckRecorder() *ackRecorder { return &ackRecorder{acks: map[string][]ack{}} }
+
+func (r *ackRecorder) record(version string, real bool) {
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	r.acks[version] = append(r.acks[version], ack{now, real})
+	r.mu.Unlock()
+}
+
+// latencies returns each ack of version, as time since t0, sorted.
+func (r *ackRecorder) latencies(version string, t0 int64) []time.Duration {
+	return r.latenciesOf(version, t0, func(ack) bool { return true })
+}
+
+// latenciesOf is latencies of the real (real true) or lean agents only.
+func (r *ackRecorder) latenciesOf(version string, t0 int64, keep func(ack) bool) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]time.Duration, 0, len(r.acks[version]))
+	for _, a := range r.acks[version] {
+		if keep(a) {
+			out = append(out, time.Duration(a.at-t0))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *ackRecorder) count(version string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acks[version])
+}
+
+// interceptor wraps the real agent's CommandChannel to see its APPLIED.
+func (r *ackRecorder) interceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil || !strings.HasSuffix(method, "/CommandChannel") {
+		return cs, err
+	}
+	return &recordingStream{ClientStream: cs, r: r}, nil
+}
+
+type recordingStream struct {
+	grpc.ClientStream
+	r *ackRecorder
+}
+
+func (s *recordingStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if cmd, ok := m.(*agentv1.Command); ok && err == nil {
+		if st := cmd.GetConfigStatus(); st.GetState() == agentv1.ConfigState_CONFIG_STATE_APPLIED {
+			s.r.record(st.GetVersion(), true)
+		}
+	}
+	return err
+}
+
+// problemLog is a slog.Handler that keeps warnings and errors of the real
+// agents (and the fleet's own troubles) for the report.
+type problemLog struct {
+	mu    sync.Mutex
+	n     int
+	first []string
+}
+
+func (p *problemLog) add(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if len(p.first) < 5 {
+		p.first = append(p.first, msg)
+	}
+}
+
+func (p *problemLog) summary() (int, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n, strings.Join(p.first, "; ")
+}
+
+func (p *problemLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (p *problemLog) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	p.add(b.String())
+	return nil
+}
+
+func (p *problemLog) WithAttrs([]slog.Attr) slog.Handler { return p }
+
+func (p *problemLog) WithGroup(string) slog.Handler { return p }
+
+// versionSet is the set of content hashes of one version. Every lean agent
+// that applied a version holds exactly its files, so they share one set.
+type versionSet struct {
+	once   sync.Once
+	hashes map[string]struct{}
+}
+
+type versionSets struct {
+	mu    sync.Mutex
+	m     map[string]*versionSet
+	order []string
+}
+
+func (vs *versionSets) get(version string, files []*agentv1.FileMeta) *versionSet {
+	vs.mu.Lock()
+	s := vs.m[version]
+	if s == nil {
+		s = &versionSet{}
+		vs.m[version] = s
+		vs.order = append(vs.order, version)
+		if len(vs.order) > 8 { // agents hold their own pointer; this only bounds the index
+			delete(vs.m, vs.order[0])
+			vs.order = vs.order[1:]
+		}
+	}
+	vs.mu.Unlock()
+	s.once.Do(func() {
+		s.hashes = make(map[string]struct{}, len(files))
+		for _, f := range files {
+			s.hashes[f.GetSha256()] = struct{}{}
+		}
+	})
+	return s
+}
+
+// leanAgent speaks the agent protocol as agent/client does — its own
+// token, connect request, the newest announcement wins, a Download of only
+// the files whose content it lacks, every file's SHA-256 and the stream
+// checksum verified, WRITTEN then APPLIED — but writes nothing to disk and
+// keeps no content: what a real agent does with the volume is measured by
+// the real agents and by the agent process.
+type leanAgent struct {
+	idx int
+	f   *fleet
+	// have is the content of the version applied last; only the worker
+	// writes it, the session reads it when (re)connecting.
+	have    atomic.Pointer[versionSet]
+	version atomic.Pointer[string]
+}
+
+type leanAnnouncement struct {
+	id     string
+	config *agentv1.ConfigAvailable
+}
+
+func (a *leanAgent) run(ctx context.Context, rpc agentv1.CommanderClient) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := a.session(ctx, rpc)
+		if ctx.Err() != nil {
+			return
+		}
+		a.f.problems.add(fmt.Sprintf("%s: session ended: %v", benchAgentID(a.idx), err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+benchToken(a.idx))
+	stream, err := rpc.CommandChannel(ctx)
+	if err != nil {
+		return err
+	}
+	var sendMu sync.Mutex
+	send := func(cmd *agentv1.Command, correlation string) error {
+		cmd.Metadata = &agentv1.Metadata{MessageId: rand.Text(), CorrelationId: correlation,
+			AgentId: benchAgentID(a.idx), Timestamp: timestamppb.Now()}
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(cmd)
+	}
+	current := ""
+	if v := a.version.Load(); v != nil {
+		current = *v
+	}
+	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
+		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
+		AgentVersion: "bench-lean", CurrentVersion: current,
+	}}}, ""); err != nil {
+		return err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if !first.GetConnectResponse().GetAccepted() {
+		return fmt.Errorf("refused: %s", first.GetConnectResponse().GetReason())
+	}
+	latest := make(chan leanAnnouncement, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case an := <-latest:
+				a.apply(ctx, rpc, &an, send)
+			}
+		}
+	})
+	for {
+		cmd, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if ca := cmd.GetConfigAvailable(); ca != nil {
+			an := leanAnnouncement{id: cmd.GetMetadata().GetMessageId(), config: ca}
+			for sent := false; !sent; { // replace an unhandled older one
+				select {
+				case latest <- an:
+					sent = true
+				default:
+					select {
+					case <-latest:
+					default:
+					}
+				}
+			}
+		}
+	}
+}
+
+func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *leanAnnouncement, send func(*agentv1.Command, string) error) {
+	version := an.config.GetVersion()
+	status := func(state agentv1.ConfigState, reason string) {
+		_ = send(&agentv1.Command{Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
+			Version: version, State: state, Reason: reason}}}, an.id)
+	}
+	set, order, sizes := a.plan(an.config)
+	// The decoded manifest (about 3 MB at 10 MB) is not needed any more:
+	// let it go before the download, as a thousand agents wait in it.
+	an.config = nil
+	if len(order) > 0 {
+		if err := a.download(ctx, rpc, version, order, sizes); err != nil {
+			if ctx.Err() == nil {
+				a.f.problems.add(fmt.Sprintf("%s: %v", benchAgentID(a.idx), err))
+				status(agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error())
+			}
+			return
+		}
+	}
+	a.have.Store(set)
+	a.version.Store(&version)
+	status(agentv1.ConfigState_CONFIG_STATE_WRITTEN, "")
+	status(agentv1.ConfigState_CONFIG_STATE_APPLIED, "")
+	a.f.acks.record(version, false)
+}
+
+// plan returns the version's content set and the hashes (with sizes) of
+// the files whose content the agent lacks, each once, in manifest order.
+func (a *leanAgent) plan(c *agentv1.ConfigAvailable) (*versionSet, []string, []uint64) {
+	files := c.GetManifest().GetFiles()
+	set := a.f.sets.get(c.GetVersion(), files)
+	have := a.have.Load()
+	seen := make(map[string]struct{}, 16)
+	var order []string
+	var sizes []uint64
+	for _, f := range files {
+		h := f.GetSha256()
+		if have != nil {
+			if _, ok := have.hashes[h]; ok {
+				continue
+			}
+		}
+		if _, dup := seen[h]; dup {
+			continue
+		}
+		seen[h] = struct{}{}
+		order = append(order, h)
+		sizes = append(sizes, f.GetSize())
+	}
+	return set, order, sizes
+}
+
+// download fetches and verifies the files, as agent/client does.
+func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, version string, order []string, sizes []uint64) error {
+	stream, err := rpc.Download(ctx, &agentv1.DownloadRequest{Version: version, Sha256: order})
+	if err != nil {
+		return err
+	}
+	total := sha256.New()
+	var header *agentv1.DownloadHeader
+	var buf []byte
+	next := 0
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if h := c.GetHeader(); h != nil {
+			var want uint64
+			for _, s := range sizes {
+				want += s
+			}
+			if header != nil || int(h.GetFileCount()) != len(order) || h.GetTotalBytes() != want {
+				return fmt.Errorf("bad download header %v", h)
+			}
+			header = h
+			continue
+		}
+		d := c.GetData()
+		if header == nil || d == nil || next >= len(order) || d.GetSha256() != order[next] || d.GetOffset() != uint64(len(buf)) {
+			return errors.New("download stream out of order")
+		}
+		buf = append(buf, d.GetContent()...)
+		total.Write(d.GetContent())
+		if uint64(len(buf)) > sizes[next] {
+			return errors.New("file longer than its manifest entry")
+		}
+		if !d.GetLast() {
+			continue
+		}
+		sum := sha256.Sum256(buf)
+		if uint64(len(buf)) != sizes[next] || hex.EncodeToString(sum[:]) != order[next] {
+			return fmt.Errorf("file %s does not verify", order[next])
+		}
+		buf = buf[:0]
+		next++
+	}
+	if header == nil || next != len(order) || hex.EncodeToString(total.Sum(nil)) != header.GetChecksum() {
+		return errors.New("download incomplete or checksum mismatch")
+	}
+	return nil
+}
