@@ -74,9 +74,6 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 				if b, ok := got[sum]; ok {
 					return b, nil
 				}
-				if b, ok := a.o.Writer.ReadCurrent(sum); ok {
-					return b, nil
-				}
 				return nil, fmt.Errorf("content %s neither downloaded nor on the volume", sum)
 			})
 			if err == nil {
@@ -116,22 +113,28 @@ func isTransport(err error) bool {
 	return false
 }
 
-// download fetches every file whose content the volume lacks and verifies
-// each against the manifest and the stream's checksum.
+// download returns the content of every file of m by hash: what the
+// current version on the volume already holds (read and verified once, and
+// kept for the write) and, fetched from the control plane, the rest —
+// verified against the manifest and the stream's checksum.
 func (a *Agent) download(ctx context.Context, rpc agentv1.CommanderClient, m *sidecar.Manifest) (map[string][]byte, error) {
 	want := map[string]int64{}
 	var order []string
+	got := make(map[string][]byte, len(m.Files))
 	for _, f := range m.Files {
 		if _, seen := want[f.SHA256]; seen {
 			continue
 		}
-		if _, ok := a.o.Writer.ReadCurrent(f.SHA256); ok {
+		if _, have := got[f.SHA256]; have {
+			continue
+		}
+		if b, ok := a.o.Writer.ReadCurrent(f.SHA256); ok {
+			got[f.SHA256] = b
 			continue
 		}
 		want[f.SHA256] = f.Size
 		order = append(order, f.SHA256)
 	}
-	got := make(map[string][]byte, len(order))
 	if len(order) == 0 {
 		return got, nil
 	}
