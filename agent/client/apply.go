@@ -227,7 +227,6 @@ func (r *chunkReader) data(d *agentv1.FileData) error {
 		return fmt.Errorf("file %s: more bytes than the manifest's %d", sum, r.want[sum])
 	}
 	r.buf = append(r.buf, d.GetContent()...)
-	_, _ = r.total.Write(d.GetContent())
 	r.bytes += int64(len(d.GetContent()))
 	if !d.GetLast() {
 		return nil
@@ -240,6 +239,7 @@ func (r *chunkReader) data(d *agentv1.FileData) error {
 		return fmt.Errorf("file %s: content hash mismatch (corrupted in transit)", sum)
 	}
 	r.got[sum] = r.buf
+	_, _ = r.total.Write([]byte(sum + "\n")) // the header's checksum is over the file hashes, in order
 	r.buf = nil
 	r.next++
 	return nil

@@ -23,7 +23,7 @@ func stream(chunk int, contents ...string) []*agentv1.DataChunk {
 	all := sha256.New()
 	var total uint64
 	for _, c := range contents {
-		all.Write([]byte(c))
+		all.Write([]byte(hash(c) + "\n"))
 		total += uint64(len(c))
 	}
 	out := []*agentv1.DataChunk{{Chunk: &agentv1.DataChunk_Header{Header: &agentv1.DownloadHeader{

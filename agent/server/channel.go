@@ -141,10 +141,7 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 				continue
 			}
 			cmd := &agentv1.Command{Metadata: s.metadata(msgID, "", c.rec.id)}
-			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: &agentv1.ConfigAvailable{
-				Version:  snap.version,
-				Manifest: snap.manifest,
-			}}
+			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}
 			if err := stream.Send(cmd); err != nil {
 				return err
 			}

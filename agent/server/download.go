@@ -45,7 +45,8 @@ func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStream
 			return status.Errorf(codes.NotFound, "version %s has no file with sha256 %s", snap.version, h)
 		}
 		contents[i] = b
-		sum.Write(b)
+		sum.Write([]byte(h))
+		sum.Write([]byte{'\n'})
 		total += uint64(len(b))
 	}
 	chunk := s.o.ChunkBytes

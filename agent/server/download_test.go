@@ -34,6 +34,7 @@ func download(t *testing.T, c agentv1.CommanderClient, token, version string, ha
 	}
 	files := map[string][]byte{}
 	var all bytes.Buffer
+	var total int
 	i := 0
 	var cur []byte
 	for {
@@ -60,7 +61,8 @@ func download(t *testing.T, c agentv1.CommanderClient, token, version string, ha
 		cur = append(cur, d.GetContent()...)
 		if d.GetLast() {
 			files[hashes[i]] = cur
-			all.Write(cur)
+			all.WriteString(hashes[i] + "\n")
+			total += len(cur)
 			cur, i = nil, i+1
 		}
 	}
@@ -68,7 +70,7 @@ func download(t *testing.T, c agentv1.CommanderClient, token, version string, ha
 		t.Fatalf("got %d complete files, header says %d, asked for %d", i, hdr.GetFileCount(), len(hashes))
 	}
 	sum := sha256.Sum256(all.Bytes())
-	if hdr.GetChecksum() != hex.EncodeToString(sum[:]) || hdr.GetTotalBytes() != uint64(all.Len()) {
+	if hdr.GetChecksum() != hex.EncodeToString(sum[:]) || hdr.GetTotalBytes() != uint64(total) {
 		t.Fatalf("header checksum/total %s/%d do not match the content received", hdr.GetChecksum(), hdr.GetTotalBytes())
 	}
 	return hdr, files, nil

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
@@ -198,4 +201,59 @@ func writeTestPair(t *testing.T) pairFiles {
 	writeAtomic(t, p.cert, leaf.certPEM)
 	writeAtomic(t, p.key, leaf.keyPEM)
 	return p
+}
+
+// The pre-encoded manifest must decode, on the agent's side, to exactly the
+// manifest the snapshot holds — and cost far less to send than encoding it.
+func TestAnnouncementCarriesTheManifest(t *testing.T) {
+	var files []File
+	for i := range 500 {
+		files = append(files, File{Meta: &agentv1.FileMeta{Path: fmt.Sprintf("apps/%03d.json", i)}, Content: []byte(fmt.Sprint(i))})
+	}
+	snap, err := NewSnapshot(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}}
+	wire, err := proto.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got agentv1.Command
+	if err := proto.Unmarshal(wire, &got); err != nil {
+		t.Fatal(err)
+	}
+	ca := got.GetConfigAvailable()
+	if ca.GetVersion() != snap.Version() {
+		t.Fatalf("version %q, want %q", ca.GetVersion(), snap.Version())
+	}
+	if !proto.Equal(ca.GetManifest(), snap.Manifest()) {
+		t.Fatal("decoded manifest differs from the snapshot's")
+	}
+	if len(ca.ProtoReflect().GetUnknown()) != 0 {
+		t.Fatal("the receiver saw the manifest as unknown fields")
+	}
+}
+
+func BenchmarkAnnouncement(b *testing.B) {
+	var files []File
+	for i := range 10000 {
+		files = append(files, File{Meta: &agentv1.FileMeta{Path: fmt.Sprintf("applications/team-%02d/app-%05d.json", i%100, i)}, Content: []byte(fmt.Sprint(i))})
+	}
+	snap, err := NewSnapshot(files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encoded-per-agent", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = proto.Marshal(&agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: &agentv1.ConfigAvailable{
+				Version: snap.Version(), Manifest: snap.Manifest(),
+			}}})
+		}
+	})
+	b.Run("pre-encoded", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = proto.Marshal(&agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}})
+		}
+	})
 }

@@ -1116,7 +1116,10 @@ type DownloadHeader struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	FileCount  uint32                 `protobuf:"varint,1,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
 	TotalBytes uint64                 `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
-	// Hex SHA-256 of all file contents concatenated in stream order.
+	// Hex SHA-256 of the files' hex SHA-256s, each followed by "\n", in stream
+	// order. Every file's content is checked against its own hash, so hashing
+	// the content a second time would only cost the server a full pass over
+	// every byte it sends; this binds the stream to the list of files instead.
 	Checksum      string `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
 	ChunkBytes    uint32 `protobuf:"varint,4,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -489,7 +489,6 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 			return errors.New("download stream out of order")
 		}
 		buf = append(buf, d.GetContent()...)
-		total.Write(d.GetContent())
 		if uint64(len(buf)) > sizes[next] {
 			return errors.New("file longer than its manifest entry")
 		}
@@ -500,6 +499,7 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 		if uint64(len(buf)) != sizes[next] || hex.EncodeToString(sum[:]) != order[next] {
 			return fmt.Errorf("file %s does not verify", order[next])
 		}
+		total.Write([]byte(order[next] + "\n")) // the header's checksum covers the file hashes in order
 		buf = buf[:0]
 		next++
 	}
