@@ -47,6 +47,11 @@ func Compile(raw string) (*Pattern, error) {
 	}
 	g, err := glob.Compile(raw)
 	if err != nil {
+		var se *glob.SyntaxError
+		if errors.As(err, &se) {
+			// Say where, in the user's terms: the offset is into the entry.
+			return nil, fmt.Errorf("invalid glob: %s at character %d", se.Reason, se.Offset+1)
+		}
 		return nil, fmt.Errorf("invalid glob: %w", err)
 	}
 	return &Pattern{raw: raw, glob: g}, nil
