@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+)
+
+func TestStatusPrintsTheRegistry(t *testing.T) {
+	since := time.Now().Add(-90 * time.Second)
+	rep := server.Report{Version: "0123456789abcdef0123", Agents: []server.AgentStatus{{
+		ID: "pod-uid-1", Pod: server.PodRef{Namespace: "gatehouse-system", Name: "gatehouse-proxy-0"},
+		Connected: true, ConnectedSince: since, VersionServed: "0123456789abcdef0123", InSync: true,
+		LastStatus: server.StatusRejected, LastVersion: "fedcba9876543210", LastError: "proxy refused version:\nbad extension",
+	}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != server.DebugAgentsPath {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(rep)
+	}))
+	defer srv.Close()
+
+	var out, errb bytes.Buffer
+	if code := execute([]string{"status", "--url", srv.URL + server.DebugAgentsPath}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"snapshot version: 0123456789ab", "AGENT", "pod-uid-1", "gatehouse-system/gatehouse-proxy-0", "REJECTED fedcba987654", "proxy refused version: bad extension"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	errb.Reset()
+	if code := execute([]string{"status", "--url", srv.URL + "/nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "HTTP 404") {
+		t.Fatalf("unreachable registry: exit %d, stderr %q", code, errb.String())
+	}
+}
