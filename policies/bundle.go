@@ -12,6 +12,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // DefaultEntrypoint is the rule a policy must define: the decision object
@@ -260,4 +262,44 @@ func (b Bundle) Digest() string {
 	fmt.Fprintf(h, "manifest %d\n", len(manifest))
 	h.Write(manifest)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// regoVersion is the Rego language version the bundle's manifest asks for
+// (v1 unless rego_version is 0).
+func (b Bundle) regoVersion() (ast.RegoVersion, error) {
+	v := b.Manifest.RegoVersion
+	switch {
+	case v == nil || *v == 1:
+		return ast.RegoV1, nil
+	case *v == 0:
+		return ast.RegoV0, nil
+	default:
+		return ast.RegoV1, fmt.Errorf("manifest: rego_version %d: want 0 or 1", *v)
+	}
+}
+
+// parseModules parses every module, collecting all syntax errors so that
+// an admin sees each one with its file and line at once.
+func (b Bundle) parseModules(v ast.RegoVersion) (map[string]*ast.Module, error) {
+	modules := make(map[string]*ast.Module, len(b.Modules))
+	var parseErrs ast.Errors
+	for _, m := range b.Modules {
+		mod, err := ast.ParseModuleWithOpts(m.Path, string(m.Source), ast.ParserOptions{RegoVersion: v, ProcessAnnotation: true})
+		if err != nil {
+			var errs ast.Errors
+			if errors.As(err, &errs) {
+				parseErrs = append(parseErrs, errs...)
+				continue
+			}
+			return nil, fmt.Errorf("parse %s: %w", m.Path, err)
+		}
+		if _, dup := modules[m.Path]; dup {
+			return nil, fmt.Errorf("module %s given twice", m.Path)
+		}
+		modules[m.Path] = mod
+	}
+	if len(parseErrs) > 0 {
+		return nil, fmt.Errorf("does not compile: %w", parseErrs)
+	}
+	return modules, nil
 }

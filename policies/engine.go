@@ -322,15 +322,9 @@ func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryVa
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy %s: manifest: %w", name, err)
 	}
-	regoVersion := ast.RegoV1
-	if v := b.Manifest.RegoVersion; v != nil {
-		switch *v {
-		case 0:
-			regoVersion = ast.RegoV0
-		case 1:
-		default:
-			return nil, nil, fmt.Errorf("policy %s: manifest: rego_version %d: want 0 or 1", name, *v)
-		}
+	regoVersion, err := b.regoVersion()
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
 	}
 	if len(b.Modules) == 0 {
 		return nil, nil, fmt.Errorf("policy %s: no Rego modules", name)
@@ -344,25 +338,9 @@ func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryVa
 		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
 	}
 
-	modules := make(map[string]*ast.Module, len(b.Modules))
-	var parseErrs ast.Errors
-	for _, m := range b.Modules {
-		mod, err := ast.ParseModuleWithOpts(m.Path, string(m.Source), ast.ParserOptions{RegoVersion: regoVersion, ProcessAnnotation: true})
-		if err != nil {
-			var errs ast.Errors
-			if errors.As(err, &errs) {
-				parseErrs = append(parseErrs, errs...)
-				continue
-			}
-			return nil, warnings, fmt.Errorf("policy %s: parse %s: %w", name, m.Path, err)
-		}
-		if _, dup := modules[m.Path]; dup {
-			return nil, warnings, fmt.Errorf("policy %s: module %s given twice", name, m.Path)
-		}
-		modules[m.Path] = mod
-	}
-	if len(parseErrs) > 0 {
-		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, parseErrs)
+	modules, err := b.parseModules(regoVersion)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
 	}
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false)
 	compiler.Compile(modules)

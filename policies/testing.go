@@ -2,13 +2,11 @@ package policies
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
@@ -71,26 +69,13 @@ func RunTests(ctx context.Context, dir string, opts TestOptions) (TestReport, er
 
 // RunBundleTests is RunTests for a bundle already in memory.
 func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
-	regoVersion := ast.RegoV1
-	if v := b.Manifest.RegoVersion; v != nil && *v == 0 {
-		regoVersion = ast.RegoV0
+	regoVersion, err := b.regoVersion()
+	if err != nil {
+		return TestReport{}, err
 	}
-	modules := make(map[string]*ast.Module, len(b.Modules))
-	var parseErrs ast.Errors
-	for _, m := range b.Modules {
-		mod, err := ast.ParseModuleWithOpts(m.Path, string(m.Source), ast.ParserOptions{RegoVersion: regoVersion, ProcessAnnotation: true})
-		if err != nil {
-			var errs ast.Errors
-			if errors.As(err, &errs) {
-				parseErrs = append(parseErrs, errs...)
-				continue
-			}
-			return TestReport{}, fmt.Errorf("parse %s: %w", m.Path, err)
-		}
-		modules[m.Path] = mod
-	}
-	if len(parseErrs) > 0 {
-		return TestReport{}, fmt.Errorf("policy does not compile: %w", parseErrs)
+	modules, err := b.parseModules(regoVersion)
+	if err != nil {
+		return TestReport{}, err
 	}
 	data := b.Data
 	if data == nil {

@@ -61,12 +61,21 @@ type Limits struct {
 // DefaultLimits returns the limits used when none are given.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxFileBytes:     16 << 20,
-		MaxTotalBytes:    256 << 20,
-		MaxFiles:         100000,
+		MaxFileBytes:     DefaultMaxFileBytes,
+		MaxTotalBytes:    DefaultMaxTotalBytes,
+		MaxFiles:         DefaultMaxFiles,
 		MaxManifestBytes: 64 << 20,
 	}
 }
+
+// The default limits on a snapshot. The control plane publishes within the
+// same limits (agent/server uses these constants), so a snapshot it sends is
+// one agents accept.
+const (
+	DefaultMaxFileBytes  = 16 << 20
+	DefaultMaxTotalBytes = 256 << 20
+	DefaultMaxFiles      = 100000
+)
 
 // withDefaults fills zero or negative fields, so callers can set only what they care
 // about (Limits{MaxFiles: 10}) and a missing flag never means "unlimited".

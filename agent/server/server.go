@@ -24,6 +24,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // Defaults and bounds of Options.
@@ -36,13 +37,11 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultRetention       = 15 * time.Minute
 
-	// The limits match sidecar.DefaultLimits, which agents enforce: a
-	// snapshot the server would publish is one agents will take. 100,000
-	// files leave room for a sharded index of tens of thousands of
-	// Applications (10,000 Applications are about 10,000 shards).
-	DefaultMaxFiles      = 100000
-	DefaultMaxFileBytes  = 16 << 20
-	DefaultMaxTotalBytes = 256 << 20
+	// The limits are the agents' own (sidecar), so a snapshot the server
+	// publishes is one agents will take.
+	DefaultMaxFiles      = sidecar.DefaultMaxFiles
+	DefaultMaxFileBytes  = sidecar.DefaultMaxFileBytes
+	DefaultMaxTotalBytes = sidecar.DefaultMaxTotalBytes
 
 	// connectTimeout bounds the wait for an agent's connect_request.
 	connectTimeout = 30 * time.Second

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -155,11 +154,23 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	// Served on the metrics port: the agent registry, for `gatehouse status`.
-	// The agent server needs the serving certificate, which is issued after
-	// the manager exists, so the route is filled in then.
-	registry := &lateHandler{}
-	extra := map[string]http.Handler{server.DebugAgentsPath: registry}
+	// The certificate is issued first: the webhook server and the agent
+	// server both load it when they are created.
+	var rot *certs.Rotator
+	if o.CertManagement == "self" {
+		if rot, err = startRotator(ctx, o, cfg, scheme, logger); err != nil {
+			return err
+		}
+	}
+	// The agent registry is served on the metrics port, for `gatehouse status`.
+	extra := map[string]http.Handler{}
+	var agents *server.Server
+	if o.Agents.enabled() {
+		if agents, err = newAgentServer(&o.Agents, cfg, metrics.Registry, logger); err != nil {
+			return err
+		}
+		extra[server.DebugAgentsPath] = agents.DebugHandler()
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  webhook.CacheOptions(o.ControlPlaneNamespace),
@@ -183,29 +194,20 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	if o.CertManagement == "self" {
-		rot, err := startRotator(ctx, o, cfg, scheme, logger)
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(rot); err != nil {
-			return err
-		}
+	var runnables []manager.Runnable
+	if rot != nil {
+		runnables = append(runnables, rot)
 		checks["certificate"] = rot.Ready
 	}
-	if o.Agents.enabled() {
-		agents, err := newAgentServer(&o.Agents, cfg, metrics.Registry, logger)
-		if err != nil {
-			return err
-		}
-		registry.set(agents.DebugHandler())
-		if err := mgr.Add(manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress))); err != nil {
-			return err
-		}
+	if agents != nil {
+		runnables = append(runnables, manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress)))
 		if o.Agents.SnapshotDir != "" {
-			if err := mgr.Add(manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger))); err != nil {
-				return err
-			}
+			runnables = append(runnables, manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger)))
+		}
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -276,19 +278,4 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = "gatehouse-controller"
 	return cfg, nil
-}
-
-// lateHandler is a route whose handler is known only after the server that
-// serves it was configured; until then it answers 503.
-type lateHandler struct{ h atomic.Pointer[http.Handler] }
-
-func (l *lateHandler) set(h http.Handler) { l.h.Store(&h) }
-
-func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := l.h.Load()
-	if h == nil {
-		http.Error(w, "agent channel disabled or not started", http.StatusServiceUnavailable)
-		return
-	}
-	(*h).ServeHTTP(w, r)
 }

@@ -198,8 +198,8 @@ func TestCertificateAndCARotationWithoutRestart(t *testing.T) {
 
 	// A new CA and a serving certificate from it land on both sides' disks.
 	next := newPKI(t, "ca-2")
-	certPEM, keyPEM := next.serving(t)
-	writeAtomic(t, sa.caFile, append(append([]byte{}, next.caPEM...), cp.pki.caPEM...))
+	certPEM, keyPEM := serving(t, next)
+	writeAtomic(t, sa.caFile, append(append([]byte{}, next.PEM...), cp.pki.PEM...))
 	writeAtomic(t, cp.keyFile, keyPEM)
 	writeAtomic(t, cp.certFile, certPEM)
 	time.Sleep(1100 * time.Millisecond)
@@ -208,7 +208,7 @@ func TestCertificateAndCARotationWithoutRestart(t *testing.T) {
 	v2 := cp.publish(t, files(2, "b"))
 	eventually(t, wait, "v2 applied on the existing stream", func() bool { return sa.volumeVersion() == v2.Version() })
 	// ...and a new connection verifies the new certificate with the new CA.
-	writeAtomic(t, sa.caFile, next.caPEM)
+	writeAtomic(t, sa.caFile, next.PEM)
 	proxy.cutAll()
 	v3 := cp.publish(t, files(3, "c"))
 	eventually(t, wait, "v3 applied after reconnecting to the rotated certificate", func() bool { return sa.volumeVersion() == v3.Version() })
@@ -226,7 +226,7 @@ func TestGracefulShutdownMovesAgentsToAnotherReplica(t *testing.T) {
 		t.Fatalf("replicas computed different versions %s and %s for the same state", v1.Version(), v.Version())
 	}
 	sa := startAgent(t, lb.addr(), cp1.caFile)
-	writeAtomic(t, sa.caFile, append(append([]byte{}, cp1.pki.caPEM...), cp2.pki.caPEM...))
+	writeAtomic(t, sa.caFile, append(append([]byte{}, cp1.pki.PEM...), cp2.pki.PEM...))
 	eventually(t, wait, "v1 applied via replica 1", func() bool { return cp1.agent(t, "agent-1").VersionServed == v1.Version() })
 
 	lb.target.Store(cp2.addr) // the Service now routes to replica 2 only

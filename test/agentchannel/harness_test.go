@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 const testToken = "agent-token-1"
@@ -28,7 +29,7 @@ type controlPlane struct {
 	srv      *server.Server
 	addr     string
 	dir      string
-	pki      *pki
+	pki      *testkit.CA
 	caFile   string // what agents trust
 	certFile string
 	keyFile  string
@@ -44,8 +45,8 @@ func startControlPlane(t *testing.T, auth authn.Authenticator, opts ...cpOption)
 	dir := t.TempDir()
 	cp := &controlPlane{dir: dir, pki: newPKI(t, "ca-1"),
 		caFile: filepath.Join(dir, "ca.crt"), certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key")}
-	certPEM, keyPEM := cp.pki.serving(t)
-	writeAtomic(t, cp.caFile, cp.pki.caPEM)
+	certPEM, keyPEM := serving(t, cp.pki)
+	writeAtomic(t, cp.caFile, cp.pki.PEM)
 	writeAtomic(t, cp.certFile, certPEM)
 	writeAtomic(t, cp.keyFile, keyPEM)
 	o := server.Options{

@@ -109,9 +109,9 @@ type pkiFiles struct{ caFile, certFile, keyFile string }
 func (p *pkiFiles) make(t *testing.T) {
 	dir := t.TempDir()
 	ca := newPKI(t, "hostile-ca")
-	cert, key := ca.serving(t)
+	cert, key := serving(t, ca)
 	p.caFile, p.certFile, p.keyFile = dir+"/ca.crt", dir+"/tls.crt", dir+"/tls.key"
-	writeAtomic(t, p.caFile, ca.caPEM)
+	writeAtomic(t, p.caFile, ca.PEM)
 	writeAtomic(t, p.certFile, cert)
 	writeAtomic(t, p.keyFile, key)
 }

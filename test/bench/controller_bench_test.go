@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // controllerFigures is what BenchmarkController measured of the real binary.
@@ -62,11 +64,11 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build gatehouse: %w\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probe, err := freePort()
+	probe, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func runController(c *cluster) (*controllerFigures, error) {
 	// Newer controllers also serve agents (gRPC) by default: keep that on,
 	// as shipped, but on a loopback port of its own.
 	if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--agent-bind-address") {
-		agentPort, err := freePort()
+		agentPort, err := testkit.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -108,13 +110,13 @@ func runController(c *cluster) (*controllerFigures, error) {
 	fail := func(err error) (*controllerFigures, error) {
 		return nil, fmt.Errorf("gatehouse controller: %w\n%s", err, logs)
 	}
-	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute); err != nil {
+	if err := testkit.WaitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute); err != nil {
 		return fail(err)
 	}
 	r := &controllerFigures{ready: time.Since(start), cpu: map[string]time.Duration{}, reviews: 4000}
 	time.Sleep(2 * time.Second) // let the initial list's garbage be collected, as in steady state
 	pid := strconv.Itoa(cmd.Process.Pid)
-	if r.syncRSS, r.syncHWM, err = memOf(pid); err != nil {
+	if r.syncRSS, r.syncHWM, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
 	}
 	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", port), c.caPool, 16)
@@ -124,20 +126,20 @@ func runController(c *cluster) (*controllerFigures, error) {
 		if _, err := cl.run(k.path, bodies, 400, 0); err != nil {
 			return fail(err)
 		}
-		before, err := cpuOf(cmd.Process.Pid)
+		before, err := testkit.CPUOf(cmd.Process.Pid)
 		if err != nil {
 			return fail(err)
 		}
 		if _, err := cl.run(k.path, bodies, r.reviews, 0); err != nil {
 			return fail(err)
 		}
-		after, err := cpuOf(cmd.Process.Pid)
+		after, err := testkit.CPUOf(cmd.Process.Pid)
 		if err != nil {
 			return fail(err)
 		}
 		r.cpu[k.name] = (after - before) / time.Duration(r.reviews)
 	}
-	if r.loadRSS, r.loadHWM, err = memOf(pid); err != nil {
+	if r.loadRSS, r.loadHWM, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
 	}
 	return r, nil

@@ -2,23 +2,15 @@ package bench
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,21 +49,8 @@ func getCluster() (*cluster, error) {
 	return sharedCluster, sharedErr
 }
 
-// assets returns the directory with kube-apiserver and etcd, building them
-// with test/tools/install.sh when KUBEBUILDER_ASSETS is not set.
-func assets() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	out, err := exec.Command("../tools/install.sh").Output()
-	if err != nil {
-		return "", fmt.Errorf("build test binaries with test/tools/install.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 func startCluster() (*cluster, error) {
-	bin, err := assets()
+	bin, err := testkit.Assets()
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +80,11 @@ func startCluster() (*cluster, error) {
 	if err := os.WriteFile(c.kubeconfig, raw, 0o600); err != nil {
 		return c, err
 	}
-	if c.caPool, err = writeServingCert(c.certDir); err != nil {
+	files, err := testkit.WriteServingFiles(c.certDir)
+	if err != nil {
 		return c, fmt.Errorf("issue serving certificate: %w", err)
 	}
+	c.caPool = files.CA.Pool()
 	// The default client-side rate limit (20 QPS) would make seeding take
 	// ten minutes; the API server is ours alone.
 	cfg.QPS, cfg.Burst = -1, 0
@@ -207,74 +188,4 @@ func seed(ctx context.Context, cl client.Client) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// writeServingCert writes tls.crt and tls.key for 127.0.0.1, signed by a
-// fresh CA (ECDSA P-256, as Gatehouse's own certificates), and returns a
-// pool trusting that CA.
-func writeServingCert(dir string) (*x509.CertPool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "gatehouse-bench-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

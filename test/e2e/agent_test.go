@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // TestAgentInCluster runs `gatehouse agent` as the proxy Pod's sidecar
@@ -58,7 +59,7 @@ func TestAgentInCluster(t *testing.T) {
 	if err := os.WriteFile(caFile, tls.Data["ca.crt"], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	adminPort, err := freePort()
+	adminPort, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestAgentInCluster(t *testing.T) {
 	if got, _ := load().File("config/extensions.json"); string(got) != `{"extensions":[]}` {
 		t.Fatalf("snapshot file = %q", got)
 	}
-	if err := waitReady("http://127.0.0.1:"+itoa(adminPort)+"/readyz", 10*time.Second); err != nil {
+	if err := testkit.WaitHTTP("http://127.0.0.1:"+itoa(adminPort)+"/readyz", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -65,21 +64,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// assets returns the directory with kube-apiserver, etcd and kubectl,
-// building them first when KUBEBUILDER_ASSETS is not set.
-func assets() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	out, err := exec.Command("../tools/install.sh").Output()
-	if err != nil {
-		return "", fmt.Errorf("build test binaries with test/tools/install.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 func start() (*cluster, error) {
-	dir, err := assets()
+	dir, err := testkit.Assets()
 	if err != nil {
 		return nil, err
 	}
@@ -167,15 +153,6 @@ func (c *cluster) seed() error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startController builds gatehouse, registers the shipped webhook
 // configuration (pointed at 127.0.0.1 instead of the in-cluster Service),
 // and runs `gatehouse controller` with a self-managed certificate.
@@ -186,19 +163,19 @@ func (c *cluster) startController() error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build gatehouse: %w\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
-	probePort, err := freePort()
+	probePort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
-	agentPort, err := freePort()
+	agentPort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
-	metricsPort, err := freePort()
+	metricsPort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -230,22 +207,7 @@ func (c *cluster) startController() error {
 	if err := c.controller.Start(); err != nil {
 		return fmt.Errorf("start gatehouse controller: %w", err)
 	}
-	return waitReady(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort), 60*time.Second)
-}
-
-func waitReady(url string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("gatehouse controller not ready at %s after %s", url, limit)
+	return testkit.WaitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort), 60*time.Second)
 }
 
 func (c *cluster) registerWebhook(port int) error {

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // agentProcResult is what BenchmarkAgentProcess measured of one shape.
@@ -105,7 +107,7 @@ func buildGatehouse() (string, error) {
 
 func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 	r := &agentProcResult{shape: s}
-	r.load[0] = loadAvg()
+	r.load[0] = testkit.LoadAvg()
 	dir, err := tmpfsDir(b)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	caFile, _, _, err := writePKI(dir)
+	pki, err := testkit.WriteServingFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 	}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "agent",
-		"--server", p.addr, "--ca-file", caFile, "--token-file", tokenFile,
+		"--server", p.addr, "--ca-file", pki.CAFile, "--token-file", tokenFile,
 		"--root", filepath.Join(dir, "volume"), "--admin-bind-address", admin,
 		"--agent-id", benchAgentID(0), "--pod-name", "gatehouse-proxy-0", "--pod-namespace", "gatehouse-system",
 		"--log-level", "warn")
@@ -184,19 +186,19 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 	if r.cold = *w.Window; !r.cold.Done {
 		return nil, fmt.Errorf("cold start: not acked within %s", r.cold.Elapsed)
 	}
-	if r.coldCPU, err = cpuOf(pid); err != nil {
+	if r.coldCPU, err = testkit.CPUOf(pid); err != nil {
 		return nil, err
 	}
-	if r.coldRSS, r.coldHWM, err = memOf(strconv.Itoa(pid)); err != nil {
+	if r.coldRSS, r.coldHWM, err = testkit.MemOf(strconv.Itoa(pid)); err != nil {
 		return nil, err
 	}
 	time.Sleep(2 * time.Second)
-	if r.idleRSS, _, err = memOf(strconv.Itoa(pid)); err != nil {
+	if r.idleRSS, _, err = testkit.MemOf(strconv.Itoa(pid)); err != nil {
 		return nil, err
 	}
 	for k := 1; k <= 5; k++ {
 		time.Sleep(changeGap)
-		cpu0, err := cpuOf(pid)
+		cpu0, err := testkit.CPUOf(pid)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +212,7 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 		if !w.Window.Done {
 			return nil, fmt.Errorf("change %d: not acked within %s", k, w.Window.Elapsed)
 		}
-		cpu1, err := cpuOf(pid)
+		cpu1, err := testkit.CPUOf(pid)
 		if err != nil {
 			return nil, err
 		}
@@ -220,14 +222,14 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 			return nil, err
 		}
 	}
-	if r.changeRSS, r.changeHWM, err = memOf(strconv.Itoa(pid)); err != nil {
+	if r.changeRSS, r.changeHWM, err = testkit.MemOf(strconv.Itoa(pid)); err != nil {
 		return nil, err
 	}
 	if r.end, err = memDetail(pid); err != nil {
 		return nil, err
 	}
 	r.end.Go = scrapeGoMemory("http://" + admin + "/metrics")
-	r.load[1] = loadAvg()
+	r.load[1] = testkit.LoadAvg()
 	return r, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // fleetSpec is one measured configuration.
@@ -148,14 +150,14 @@ type sustainResult struct {
 
 func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	r := &fleetResult{spec: spec}
-	r.load[0] = loadAvg()
+	r.load[0] = testkit.LoadAvg()
 	// Reset this process's VmHWM, so benchHWM is this run's peak.
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	dir, err := tmpfsDir(b)
 	if err != nil {
 		return nil, err
 	}
-	caFile, _, _, err := writePKI(dir)
+	pki, err := testkit.WriteServingFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +212,7 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	}
 
 	// Cold start.
-	f := newFleet(p.addr, caFile, dir, spec.agents, spec.real)
+	f := newFleet(p.addr, pki.CAFile, dir, spec.agents, spec.real)
 	defer func() {
 		f.stop()
 		r.problems, r.firstProblems = f.problems.summary()
@@ -223,14 +225,14 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu0 := rusageCPU(syscall.RUSAGE_SELF)
+	cpu0 := testkit.RusageCPU(syscall.RUSAGE_SELF)
 	f.launch()
 	w, err := p.do("wait")
 	stopProfile()
 	if err != nil {
 		return nil, err
 	}
-	r.cold, r.coldBenchCPU = *w.Window, rusageCPU(syscall.RUSAGE_SELF)-cpu0
+	r.cold, r.coldBenchCPU = *w.Window, testkit.RusageCPU(syscall.RUSAGE_SELF)-cpu0
 	if !r.cold.Done {
 		return nil, windowError("cold start", r.cold, f)
 	}
@@ -244,7 +246,7 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	stopProfile = profile("changes")
 	for k := 1; k <= spec.changes; k++ {
 		time.Sleep(changeGap)
-		cpu0 := rusageCPU(syscall.RUSAGE_SELF)
+		cpu0 := testkit.RusageCPU(syscall.RUSAGE_SELF)
 		pub, err := p.do("publish %d %d %d", k, spec.agents, int(changeTimeout/time.Second))
 		if err != nil {
 			stopProfile()
@@ -255,7 +257,7 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 			stopProfile()
 			return nil, err
 		}
-		c := changeResult{w: *w.Window, benchCPU: rusageCPU(syscall.RUSAGE_SELF) - cpu0}
+		c := changeResult{w: *w.Window, benchCPU: testkit.RusageCPU(syscall.RUSAGE_SELF) - cpu0}
 		if !c.w.Done {
 			stopProfile()
 			return nil, windowError(fmt.Sprintf("change %d", k), c.w, f)
@@ -291,8 +293,8 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 			return nil, err
 		}
 	}
-	_, r.benchHWM, _ = memOf("self")
-	r.load[1] = loadAvg()
+	_, r.benchHWM, _ = testkit.MemOf("self")
+	r.load[1] = testkit.LoadAvg()
 	return r, nil
 }
 

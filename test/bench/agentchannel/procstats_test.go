@@ -3,14 +3,11 @@
 package agentchannel
 
 import (
-	"bufio"
-	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // procStats is a process's view of itself at one moment.
@@ -32,9 +29,9 @@ type procStats struct {
 
 // selfStats reads this process's CPU time, RSS and Go heap.
 func selfStats() (procStats, error) {
-	st := procStats{CPU: rusageCPU(syscall.RUSAGE_SELF)}
+	st := procStats{CPU: testkit.RusageCPU(syscall.RUSAGE_SELF)}
 	var err error
-	if st.RSSBytes, st.HWMBytes, err = memOf("self"); err != nil {
+	if st.RSSBytes, st.HWMBytes, err = testkit.MemOf("self"); err != nil {
 		return st, err
 	}
 	var ms runtime.MemStats
@@ -43,79 +40,6 @@ func selfStats() (procStats, error) {
 	st.StackInuse, st.HeapIdle, st.HeapReleased = ms.StackInuse, ms.HeapIdle, ms.HeapReleased
 	st.Goroutines = runtime.NumGoroutine()
 	return st, nil
-}
-
-// rusageCPU is user + system time of the process (RUSAGE_SELF) or of the
-// calling thread (RUSAGE_THREAD), at microsecond resolution.
-func rusageCPU(who int) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(who, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// memOf returns VmRSS and VmHWM of /proc/<pid>/status in bytes.
-func memOf(pid string) (rss, hwm int64, err error) {
-	f, err := os.Open("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%s/status %s: %w", pid, key, err)
-		}
-		if key == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm, sc.Err()
-}
-
-// cpuOf returns the user + system CPU time of process pid from
-// /proc/<pid>/stat (clock ticks of 10 ms).
-func cpuOf(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] { // utime, stime
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
-}
-
-// loadAvg is the 1-minute load average, from /proc/loadavg.
-func loadAvg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f, _, _ := strings.Cut(string(raw), " ")
-	v, err := strconv.ParseFloat(f, 64)
-	if err != nil {
-		return -1
-	}
-	return v
 }
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }

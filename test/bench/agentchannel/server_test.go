@@ -28,6 +28,7 @@ import (
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // The agent server runs in a child process (this test binary, re-executed
@@ -295,7 +296,7 @@ func serverMain() int {
 // the last collection, which at a new high is recent.)
 func heapWatch(file string) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
-	high, _, _ := memOf("self")
+	high, _, _ := testkit.MemOf("self")
 	go func() {
 		defer close(finished)
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -306,7 +307,7 @@ func heapWatch(file string) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			rss, _, err := memOf("self")
+			rss, _, err := testkit.MemOf("self")
 			if err != nil || rss < high+high/20 {
 				continue
 			}
@@ -341,9 +342,9 @@ func errText(err error) string {
 func (c *child) timed(fn func()) time.Duration {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before := rusageCPU(syscall.RUSAGE_THREAD)
+	before := testkit.RusageCPU(syscall.RUSAGE_THREAD)
 	fn()
-	d := rusageCPU(syscall.RUSAGE_THREAD) - before
+	d := testkit.RusageCPU(syscall.RUSAGE_THREAD) - before
 	c.prepCPU.Add(int64(d))
 	return d
 }

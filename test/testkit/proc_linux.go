@@ -1,38 +1,30 @@
 //go:build linux
 
-package bench
+package testkit
 
 import (
 	"bufio"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// selfStats reads this process's CPU time, RSS and Go heap.
-func selfStats() (procStats, error) {
+// RusageCPU is the user + system CPU time of who (syscall.RUSAGE_SELF or
+// RUSAGE_CHILDREN); 0 if it cannot be read.
+func RusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return procStats{}, err
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
 	}
-	st := procStats{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
-	var err error
-	if st.RSSBytes, st.HWMBytes, err = memOf("self"); err != nil {
-		return st, err
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	st.HeapInuse, st.HeapAlloc, st.GoSys, st.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.Sys, ms.NumGC
-	st.TotalAlloc, st.Mallocs = ms.TotalAlloc, ms.Mallocs
-	return st, nil
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// memOf returns VmRSS and VmHWM of /proc/<pid>/status in bytes.
-func memOf(pid string) (rss, hwm int64, err error) {
+// MemOf returns VmRSS and VmHWM (peak RSS) of /proc/<pid>/status in bytes;
+// pid may be "self".
+func MemOf(pid string) (rss, hwm int64, err error) {
 	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, 0, err
@@ -57,9 +49,9 @@ func memOf(pid string) (rss, hwm int64, err error) {
 	return rss, hwm, sc.Err()
 }
 
-// cpuOf returns the user + system CPU time of process pid from
+// CPUOf returns the user + system CPU time of process pid from
 // /proc/<pid>/stat, in clock ticks of 10 ms.
-func cpuOf(pid int) (time.Duration, error) {
+func CPUOf(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -79,4 +71,18 @@ func cpuOf(pid int) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// LoadAvg is the 1-minute load average, or -1 if it cannot be read.
+func LoadAvg() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, _, _ := strings.Cut(string(raw), " ")
+	v, err := strconv.ParseFloat(f, 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }

@@ -1,0 +1,4 @@
+// Package testkit is what Gatehouse's test and benchmark packages share: a
+// throwaway PKI, the cached Kubernetes test binaries, loopback helpers and
+// process statistics. Only code under test/ and *_test.go files import it.
+package testkit
