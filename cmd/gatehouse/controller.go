@@ -30,6 +30,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
 )
@@ -41,6 +42,7 @@ type controllerOptions struct {
 	ApplicationNamespaces string
 	TrackingMethod        string
 	Namespace             string
+	Source                string
 
 	WebhookPort        int
 	WebhookCertDir     string
@@ -65,6 +67,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live, in Argo CD's syntax (comma-separated globs, /regex/); default: application.namespaces from argocd-cmd-params-cm")
 	fs.StringVar(&o.TrackingMethod, "tracking-method", "", "Argo CD resource tracking method: annotation, label or annotation+label; default: application.resourceTrackingMethod from argocd-cm, else annotation")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace Gatehouse runs in (holds the webhook certificate Secret); default: $POD_NAMESPACE")
+	fs.StringVar(&o.Source, "source", sourceKubernetes, `where the snapshot for agents is built from: "kubernetes" (the cluster) or "dir:PATH" (a directory of Kubernetes YAML, reloaded on edit; runs without a cluster: no webhook, agents authenticate with --agent-static-token-file)`)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port the admission webhook serves HTTPS on")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/var/run/gatehouse/webhook-certs", "directory holding the webhook's tls.crt and tls.key (re-read when they change)")
 	fs.StringVar(&o.CertManagement, "cert-management", "self", `who issues the webhook certificate: "self" (Gatehouse keeps a CA in --webhook-secret and injects caBundle) or "external" (cert-manager or you write --webhook-cert-dir and caBundle)`)
@@ -90,6 +93,18 @@ func (o *controllerOptions) Complete(fs *pflag.FlagSet) {
 
 func (o *controllerOptions) Validate() []error {
 	errs := append(o.Log.Validate(), o.Agents.validate()...)
+	if err := validateSource(o.Source); err != nil {
+		errs = append(errs, err)
+	}
+	if sourceDir(o.Source) != "" {
+		if o.Agents.StaticTokenFile == "" || !o.Agents.enabled() {
+			errs = append(errs, errors.New("--source dir:PATH runs without a cluster: agents need --agent-static-token-file (there is no TokenReview)"))
+		}
+		if o.Agents.SnapshotDir != "" {
+			errs = append(errs, errors.New("--snapshot-dir and --source dir:PATH both say what to serve: give one"))
+		}
+		return errs
+	}
 	if o.ControlPlaneNamespace == "" {
 		errs = append(errs, errors.New("--control-plane-namespace must not be empty"))
 	}
@@ -126,8 +141,11 @@ CD's settings from one watch cache and is ready once that cache has synced.
 
 It also serves the agents that run beside every proxy (gRPC over TLS,
 authenticated with ServiceAccount tokens through TokenReview) and pushes them
-the current snapshot; until the cluster source exists, --snapshot-dir names
-the files to serve.`,
+the snapshot it builds from the same cache: Applications, AppProjects,
+clusters, extension config, authentication settings, policy and the Secrets
+the extensions reference (docs/snapshot.md). --source dir:PATH builds it
+from a directory of YAML instead, with no cluster; --snapshot-dir serves a
+directory of files as they are.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags())
@@ -142,6 +160,9 @@ the files to serve.`,
 }
 
 func runController(ctx context.Context, o *controllerOptions, logger *slog.Logger) error {
+	if dir := sourceDir(o.Source); dir != "" {
+		return runDirController(ctx, o, dir, logger)
+	}
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
@@ -171,9 +192,14 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		}
 		extra[server.DebugAgentsPath] = agents.DebugHandler()
 	}
+	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
+	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""
+	if buildSnapshots {
+		addControlPlaneCache(&cacheOpts, o.ControlPlaneNamespace)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  webhook.CacheOptions(o.ControlPlaneNamespace),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
 		HealthProbeBindAddress: o.ProbeBindAddress,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
@@ -193,6 +219,17 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	})
 	if err != nil {
 		return err
+	}
+	if buildSnapshots {
+		ready, err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
+			Namespace: o.ControlPlaneNamespace,
+			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
+			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
+		})
+		if err != nil {
+			return err
+		}
+		checks["snapshot"] = ready
 	}
 	var runnables []manager.Runnable
 	if rot != nil {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/controlplane"
+)
+
+// runDirController is `gatehouse controller --source dir:PATH`: the control
+// plane and the agent server with no cluster at all (no webhook, static
+// agent tokens). Development, demos and tests use it.
+func runDirController(ctx context.Context, o *controllerOptions, dir string, logger *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	agents, err := newAgentServer(&o.Agents, nil, reg, logger)
+	if err != nil {
+		return err
+	}
+	cp, run, err := runDirControlPlane(ctx, dir, controlPlaneOptions{
+		Namespace: o.ControlPlaneNamespace,
+		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
+		Publisher: agents, Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	admin := http.NewServeMux()
+	admin.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	admin.Handle(server.DebugAgentsPath, agents.DebugHandler())
+	probes := http.NewServeMux()
+	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := cp.Ready(r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	logger.Info("starting controller without a cluster", "source", dir, "controlPlaneNamespace", o.ControlPlaneNamespace)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := []func(context.Context) error{run, serveAgents(agents, o.Agents.BindAddress)}
+	for addr, h := range map[string]http.Handler{o.MetricsBindAddress: admin, o.ProbeBindAddress: probes} {
+		if addr != "0" && addr != "" {
+			parts = append(parts, func(ctx context.Context) error { return serveHTTP(ctx, addr, h) })
+		}
+	}
+	// The first part to end ends them all: a listener that fails must not
+	// leave a controller half up.
+	errc := make(chan error, len(parts))
+	for _, p := range parts {
+		go func() { errc <- p(ctx) }()
+	}
+	var errs []error
+	for range parts {
+		errs = append(errs, <-errc)
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// serveHTTP serves h on addr until ctx ends.
+func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", addr, err)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
+	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
+)
+
+// sourceKubernetes is the --source that reads the cluster.
+const sourceKubernetes = "kubernetes"
+
+// sourceDir returns PATH of a "dir:PATH" --source, or "".
+func sourceDir(source string) string {
+	dir, _ := strings.CutPrefix(source, "dir:")
+	if dir == source {
+		return ""
+	}
+	return dir
+}
+
+func validateSource(source string) error {
+	if source == sourceKubernetes {
+		return nil
+	}
+	if d := sourceDir(source); d != "" {
+		return nil
+	}
+	return fmt.Errorf(`--source %q: use "kubernetes" or "dir:PATH"`, source)
+}
+
+// controlPlaneOptions wire the snapshot pipeline to its source.
+type controlPlaneOptions struct {
+	Namespace  string
+	Builder    controlplane.BuilderOptions
+	Publisher  controlplane.Publisher
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// newControlPlane returns the controller building snapshots from store.
+func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced func() bool, rep controlplane.Reporter) (*controlplane.Controller, error) {
+	return controlplane.NewController(controlplane.ControllerOptions{
+		Store:      store,
+		Builder:    controlplane.NewBuilder(o.Builder),
+		Publisher:  o.Publisher,
+		Synced:     synced,
+		Reporter:   rep,
+		Logger:     o.Logger.With("component", "control-plane"),
+		Registerer: o.Registerer,
+	})
+}
+
+// installKubeControlPlane feeds the control plane from the manager's cache
+// (call before the manager starts) and returns its readiness check.
+func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o controlPlaneOptions) (healthz.Checker, error) {
+	store := controlplane.NewStore()
+	w, err := kube.Watch(ctx, mgr.GetCache(), o.Namespace, store)
+	if err != nil {
+		return nil, err
+	}
+	rep := kube.NewEventReporter(mgr.GetEventRecorder("gatehouse-controller"), mgr.GetCache(), o.Namespace, o.Logger)
+	c, err := newControlPlane(o, store, w.Synced, rep)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("add control plane: %w", err)
+	}
+	return c.Ready, nil
+}
+
+// addControlPlaneCache adds what the control plane watches to the cache.
+func addControlPlaneCache(opts *cache.Options, namespace string) {
+	kube.AddCacheOptions(opts, namespace)
+}
+
+// runDirControlPlane builds snapshots from a directory of YAML until ctx
+// ends; no cluster is involved.
+func runDirControlPlane(ctx context.Context, dir string, o controlPlaneOptions) (*controlplane.Controller, func(context.Context) error, error) {
+	store := controlplane.NewStore()
+	src := yamldir.NewSource(dir, o.Namespace, store, o.Logger.With("component", "source"))
+	c, err := newControlPlane(o, store, src.Synced, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	run := func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- src.Start(ctx) }()
+		err := c.Start(ctx)
+		return errors.Join(err, <-errc)
+	}
+	return c, run, nil
+}
+
+var _ controlplane.Publisher = (*server.Server)(nil)

@@ -1,0 +1,100 @@
+package controlplane
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// Keys of Argo CD's settings that configure authentication.
+const (
+	keyURL       = "url"
+	keyOIDC      = "oidc.config"
+	keyDex       = "dex.config"
+	keySecretKey = "server.secretkey"
+	keyScopes    = "scopes"
+)
+
+// oidcConfig is the part of argocd-cm's oidc.config token verification uses.
+type oidcConfig struct {
+	Issuer                                  string   `json:"issuer"`
+	ClientID                                string   `json:"clientID"`
+	CLIClientID                             string   `json:"cliClientID"`
+	AllowedAudiences                        []string `json:"allowedAudiences"`
+	SkipAudienceCheckWhenTokenHasNoAudience *bool    `json:"skipAudienceCheckWhenTokenHasNoAudience"`
+	RootCA                                  string   `json:"rootCA"`
+}
+
+// auth reads what the proxy needs to verify tokens: server.secretkey for
+// Argo CD's own tokens, the SSO issuer (oidc.config, or the bundled Dex when
+// only dex.config is set, as Argo CD decides) and the groups claims
+// (argocd-rbac-cm scopes). Secrets go in by reference, their value into
+// secrets.
+func auth(st *State, secrets map[string][]byte) (snapshot.Auth, []Problem) {
+	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
+	var problems []Problem
+	bad := func(format string, args ...any) {
+		problems = append(problems, Problem{Kind: "ConfigMap", Name: settings.ArgoCDConfigMap, Reason: ReasonInvalidAuthConfig,
+			Message: fmt.Sprintf(format, args...)})
+	}
+	a := snapshot.Auth{URL: strings.TrimSpace(cm[keyURL])}
+	if key := st.Secrets[ArgoCDSecret].Data[keySecretKey]; len(key) > 0 {
+		path := snapshot.SecretPath(ArgoCDSecret, keySecretKey)
+		secrets[path] = key
+		a.LocalSecretKey = &snapshot.SecretRef{Path: path}
+	}
+	switch {
+	case strings.TrimSpace(cm[keyOIDC]) != "":
+		var c oidcConfig
+		if err := yaml.Unmarshal([]byte(cm[keyOIDC]), &c); err != nil {
+			bad("oidc.config is not valid YAML (%v): fix it; SSO tokens keep the last good settings", yamlError(err))
+			break
+		}
+		o := &snapshot.OIDC{Issuer: c.Issuer, RootCA: c.RootCA, Audiences: c.AllowedAudiences}
+		if len(o.Audiences) == 0 {
+			for _, id := range []string{c.ClientID, c.CLIClientID} {
+				if id != "" {
+					o.Audiences = append(o.Audiences, id)
+				}
+			}
+		}
+		if c.SkipAudienceCheckWhenTokenHasNoAudience != nil {
+			o.SkipAudienceCheckWhenTokenHasNoAudience = *c.SkipAudienceCheckWhenTokenHasNoAudience
+		}
+		if o.Issuer == "" || len(o.Audiences) == 0 {
+			bad("oidc.config needs issuer and clientID (or allowedAudiences); SSO tokens keep the last good settings")
+			break
+		}
+		a.OIDC = o
+	case strings.TrimSpace(cm[keyDex]) != "":
+		if a.URL == "" {
+			bad("dex.config is set but url is not: Argo CD serves Dex under <url>/api/dex, so set url")
+			break
+		}
+		a.OIDC = &snapshot.OIDC{Issuer: strings.TrimSuffix(a.URL, "/") + "/api/dex", Audiences: []string{"argo-cd", "argo-cd-cli"}, Dex: true}
+	}
+	if raw := st.ConfigMaps[ArgoCDRBACConfigMap].Data[keyScopes]; strings.TrimSpace(raw) != "" {
+		var scopes []string
+		if err := yaml.Unmarshal([]byte(raw), &scopes); err != nil {
+			problems = append(problems, Problem{Kind: "ConfigMap", Name: ArgoCDRBACConfigMap, Reason: ReasonInvalidAuthConfig,
+				Message: fmt.Sprintf("scopes is not a list such as \"[groups, email]\" (%v); groups are read from the groups claim", yamlError(err))})
+		} else {
+			a.GroupsClaims = scopes
+		}
+	}
+	return a, problems
+}
+
+// yamlError keeps a YAML error's position and kind but not the text around
+// it, which may be a secret pasted in the wrong place.
+func yamlError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "error converting YAML to JSON") {
+		msg = msg[i+2:]
+	}
+	return msg
+}

@@ -1,0 +1,119 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// BuilderOptions configure a Builder.
+type BuilderOptions struct {
+	// ControlPlaneNamespace is Argo CD's namespace.
+	ControlPlaneNamespace string
+	// Overrides are the controller's flags that win over Argo CD's settings.
+	Overrides settings.Overrides
+}
+
+// Builder turns a State into snapshot files. It remembers the last good
+// value of every part a person can break (extensions one by one, the policy,
+// the SSO settings), so a mistake in one ConfigMap leaves that part as it
+// was and everything else current. Not safe for concurrent use: one
+// Controller owns it.
+type Builder struct {
+	o      BuilderOptions
+	enc    snapshot.Encoder
+	ext    extensionKeeper
+	policy policyCompiler
+	oidc   *snapshot.OIDC
+}
+
+// Output is one build.
+type Output struct {
+	// Files, sorted by path, the index last; their Data may be shared with
+	// later builds and must not be modified.
+	Files    []snapshot.File
+	Problems []Problem
+}
+
+// NewBuilder returns a Builder.
+func NewBuilder(o BuilderOptions) *Builder {
+	return &Builder{o: o}
+}
+
+// Build makes the snapshot for st. The error means the content as a whole
+// could not be encoded (the caller keeps the previous snapshot); problems
+// with parts of the configuration are reported in Output instead.
+func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
+	var problems []Problem
+	report := func(ps []Problem) { problems = append(problems, ps...) }
+	c := &snapshot.Content{Secrets: map[string][]byte{}}
+
+	set, errs := settings.Build(b.o.ControlPlaneNamespace, st.ConfigMaps[settings.CmdParamsConfigMap].Data,
+		st.ConfigMaps[settings.ArgoCDConfigMap].Data, b.o.Overrides)
+	for _, err := range errs {
+		report([]Problem{{Kind: "ConfigMap", Name: settings.CmdParamsConfigMap, Reason: ReasonInvalidSettings, Warning: true, Message: err.Error()}})
+	}
+	c.Applications = enabledApplications(st, set)
+	c.Projects = slices.Collect(maps.Values(st.Projects))
+
+	var ps []Problem
+	c.Clusters, ps = clusters(st)
+	report(ps)
+	c.Auth, ps = auth(st, c.Secrets)
+	report(ps)
+	b.keepOIDC(&c.Auth, ps)
+	var extSecrets map[string][]byte
+	c.Extensions, extSecrets, ps = b.ext.build(st)
+	report(ps)
+	maps.Copy(c.Secrets, extSecrets)
+	c.Policy, ps = b.policy.build(ctx, st)
+	report(ps)
+
+	files, err := b.enc.Encode(c)
+	if err != nil {
+		return nil, fmt.Errorf("build snapshot: %w", err)
+	}
+	sortProblems(problems)
+	return &Output{Files: files, Problems: problems}, nil
+}
+
+// enabledApplications keeps the Applications Argo CD reconciles: those of
+// the control-plane namespace and of namespaces application.namespaces
+// enables.
+func enabledApplications(st *State, set *settings.Settings) []snapshot.Application {
+	out := make([]snapshot.Application, 0, len(st.Applications))
+	enabled := map[string]bool{}
+	for _, a := range st.Applications {
+		ok, seen := enabled[a.Namespace]
+		if !seen {
+			// A pattern that times out counts as not enabled: fail closed.
+			ok, _ = set.NamespaceEnabled(a.Namespace)
+			enabled[a.Namespace] = ok
+		}
+		if ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// keepOIDC keeps the last good SSO settings while oidc.config is broken:
+// a typo must not lock every SSO user out.
+func (b *Builder) keepOIDC(a *snapshot.Auth, problems []Problem) {
+	broken := false
+	for _, p := range problems {
+		if p.Name == settings.ArgoCDConfigMap && !p.Warning {
+			broken = true
+		}
+	}
+	switch {
+	case broken && a.OIDC == nil:
+		a.OIDC = b.oidc
+	case !broken:
+		b.oidc = a.OIDC
+	}
+}

@@ -1,0 +1,55 @@
+package controlplane
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// keyInClusterEnabled is Argo CD's switch for the in-cluster destination.
+const keyInClusterEnabled = "cluster.inClusterEnabled"
+
+// clusters lists Argo CD's clusters: one per cluster Secret (name and server
+// only), plus the in-cluster default unless a Secret already names its server
+// or argocd-cm disables it. Secrets are taken in name order, so when two
+// claim the same cluster name or server the same one wins on every replica.
+func clusters(st *State) ([]snapshot.Cluster, []Problem) {
+	var out []snapshot.Cluster
+	var problems []Problem
+	names, servers := map[string]string{}, map[string]string{}
+	secretNames := make([]string, 0, len(st.Secrets))
+	for name, s := range st.Secrets {
+		if s.Labels[LabelSecretType] == SecretTypeCluster {
+			secretNames = append(secretNames, name)
+		}
+	}
+	slices.Sort(secretNames)
+	bad := func(secret, format string, args ...any) {
+		problems = append(problems, Problem{Kind: "Secret", Name: secret, Reason: ReasonInvalidCluster,
+			Message: fmt.Sprintf(format, args...) + "; the cluster is left out of the snapshot"})
+	}
+	for _, secret := range secretNames {
+		data := st.Secrets[secret].Data
+		c := snapshot.Cluster{Name: string(data["name"]), Server: string(data["server"])}
+		switch {
+		case c.Server == "":
+			bad(secret, "cluster Secret has no server: set data.server to the cluster's API URL")
+		case c.Name == "":
+			bad(secret, "cluster Secret has no name: set data.name")
+		case names[c.Name] != "":
+			bad(secret, "cluster name %q is already used by Secret %s: give each cluster its own name", c.Name, names[c.Name])
+		case servers[c.Server] != "":
+			bad(secret, "server %s is already registered by Secret %s", c.Server, servers[c.Server])
+		default:
+			names[c.Name], servers[c.Server] = secret, secret
+			out = append(out, c)
+		}
+	}
+	enabled := st.ConfigMaps["argocd-cm"].Data[keyInClusterEnabled] != "false"
+	in := snapshot.InCluster
+	if enabled && servers[in.Server] == "" && names[in.Name] == "" {
+		out = append(out, in)
+	}
+	return out, problems
+}

@@ -1,0 +1,241 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// Default debounce: a burst of changes (a kubectl apply of many objects, a
+// cache resync) becomes one version; a steady stream still ships every
+// second.
+const (
+	DefaultQuiet    = 100 * time.Millisecond
+	DefaultMaxDelay = time.Second
+)
+
+// Publisher receives every new snapshot version (agent/server.Server).
+type Publisher interface {
+	Publish(*server.Snapshot) error
+}
+
+// Reporter tells people about configuration problems: the Kubernetes source
+// records Events on the objects at fault. It is called with the problems
+// that are new since the last build; all of them are logged as well.
+type Reporter interface {
+	Report(ctx context.Context, problems []Problem)
+}
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	Store     *Store
+	Builder   *Builder
+	Publisher Publisher
+	// Synced reports whether every source has delivered its initial state;
+	// nothing is published before, so proxies never get a partial snapshot.
+	Synced   func() bool
+	Reporter Reporter
+	Logger   *slog.Logger
+	// Registerer for metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Quiet and MaxDelay debounce changes (DefaultQuiet, DefaultMaxDelay).
+	Quiet, MaxDelay time.Duration
+}
+
+// Controller rebuilds the snapshot when the store changes, debounced, and
+// publishes each new version. A build that fails leaves the previous version
+// published.
+type Controller struct {
+	o        ControllerOptions
+	m        *metrics
+	reported map[Problem]bool
+
+	mu      sync.Mutex
+	current *server.Snapshot
+	ready   chan struct{}
+}
+
+// NewController checks the options and registers metrics.
+func NewController(o ControllerOptions) (*Controller, error) {
+	if o.Store == nil || o.Builder == nil || o.Publisher == nil {
+		return nil, errors.New("control plane: Store, Builder and Publisher are required")
+	}
+	if o.Synced == nil {
+		o.Synced = func() bool { return true }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = DefaultQuiet
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = DefaultMaxDelay
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("register control plane metrics: %w", err)
+	}
+	return &Controller{o: o, m: m, reported: map[Problem]bool{}, ready: make(chan struct{})}, nil
+}
+
+// Ready is a readiness check: nil once a first snapshot is published.
+func (c *Controller) Ready(*http.Request) error {
+	select {
+	case <-c.ready:
+		return nil
+	default:
+		return errors.New("no snapshot published yet")
+	}
+}
+
+// Current returns the published snapshot, nil before the first.
+func (c *Controller) Current() *server.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current
+}
+
+// Start runs until ctx ends (a manager.Runnable).
+func (c *Controller) Start(ctx context.Context) error {
+	for {
+		if err := c.waitForChange(ctx); err != nil {
+			return nil //nolint:nilerr // ctx ended: a clean stop
+		}
+		c.Rebuild(ctx)
+	}
+}
+
+// waitForChange returns once a change has settled (Quiet without another,
+// or MaxDelay since the first) and the sources are synced.
+func (c *Controller) waitForChange(ctx context.Context) error {
+	changed := c.o.Store.Changed()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	}
+	deadline := time.NewTimer(c.o.MaxDelay)
+	defer deadline.Stop()
+	quiet := time.NewTimer(c.o.Quiet)
+	defer quiet.Stop()
+	for settled := false; !settled; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			quiet.Reset(c.o.Quiet)
+		case <-quiet.C:
+			settled = true
+		case <-deadline.C:
+			settled = true
+		}
+	}
+	for !c.o.Synced() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.o.Quiet):
+		}
+	}
+	return nil
+}
+
+// Rebuild builds from the store now and publishes a new version if the
+// content changed.
+func (c *Controller) Rebuild(ctx context.Context) {
+	start := time.Now()
+	var out *Output
+	var err error
+	c.o.Store.Read(func(st *State) { out, err = c.o.Builder.Build(ctx, st) })
+	var snap *server.Snapshot
+	if err == nil {
+		c.report(ctx, out.Problems)
+		snap, err = toServerSnapshot(out.Files)
+	}
+	c.m.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.m.builds.WithLabelValues("failed").Inc()
+		c.o.Logger.Error("snapshot not published; the previous version stays", "error", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current != nil && c.current.Version() == snap.Version() {
+		c.m.builds.WithLabelValues("unchanged").Inc()
+		return
+	}
+	if err := c.o.Publisher.Publish(snap); err != nil {
+		c.m.builds.WithLabelValues("failed").Inc()
+		c.o.Logger.Error("snapshot not published; the previous version stays", "version", snap.Version(), "error", err)
+		return
+	}
+	c.current = snap
+	c.m.builds.WithLabelValues("published").Inc()
+	c.m.files.Set(float64(len(snap.Files())))
+	c.m.bytes.Set(float64(snap.TotalBytes()))
+	c.m.published.SetToCurrentTime()
+	c.o.Logger.Info("snapshot built", "version", snap.Version(), "files", len(snap.Files()), "bytes", snap.TotalBytes(),
+		"took", time.Since(start).Round(time.Microsecond))
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+}
+
+// report logs and reports the problems not reported by the previous build;
+// a problem that persists is reported once, not on every build.
+func (c *Controller) report(ctx context.Context, problems []Problem) {
+	c.m.setProblems(problems)
+	now := make(map[Problem]bool, len(problems))
+	var fresh []Problem
+	for _, p := range problems {
+		now[p] = true
+		if !c.reported[p] {
+			fresh = append(fresh, p)
+			level := slog.LevelError
+			if p.Warning {
+				level = slog.LevelWarn
+			}
+			c.o.Logger.Log(ctx, level, "configuration problem", "kind", p.Kind, "name", p.Name, "reason", p.Reason, "message", p.Message)
+		}
+	}
+	c.reported = now
+	if len(fresh) > 0 && c.o.Reporter != nil {
+		c.o.Reporter.Report(ctx, fresh)
+	}
+}
+
+// toServerSnapshot hands the files to the agent server's snapshot type.
+func toServerSnapshot(files []snapshot.File) (*server.Snapshot, error) {
+	out := make([]server.File, len(files))
+	for i, f := range files {
+		kind := agentv1.FileKind_FILE_KIND_CONFIG
+		switch f.Kind {
+		case snapshot.KindSecret:
+			kind = agentv1.FileKind_FILE_KIND_SECRET
+		case snapshot.KindPolicy:
+			kind = agentv1.FileKind_FILE_KIND_POLICY
+		}
+		out[i] = server.File{Meta: &agentv1.FileMeta{Path: f.Path, Kind: kind}, Content: f.Data}
+	}
+	snap, err := server.NewSnapshot(out)
+	if err != nil {
+		return nil, fmt.Errorf("build snapshot: %w", err)
+	}
+	return snap, nil
+}

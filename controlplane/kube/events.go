@@ -1,0 +1,66 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gatehouse-dev/gatehouse/controlplane"
+)
+
+// maxNote is the longest note events.k8s.io/v1 accepts.
+const maxNote = 1024
+
+// EventReporter records each configuration problem as an Event on the
+// object at fault, so `kubectl describe configmap argocd-cm` shows why an
+// extension is not served.
+type EventReporter struct {
+	recorder events.EventRecorder
+	reader   client.Reader
+	ns       string
+	log      *slog.Logger
+}
+
+// NewEventReporter reports on objects of controlPlaneNamespace; reader (the
+// cache) supplies their UIDs, which kubectl describe matches Events by.
+func NewEventReporter(recorder events.EventRecorder, reader client.Reader, controlPlaneNamespace string, log *slog.Logger) *EventReporter {
+	return &EventReporter{recorder: recorder, reader: reader, ns: controlPlaneNamespace, log: log}
+}
+
+// Report implements controlplane.Reporter.
+func (r *EventReporter) Report(ctx context.Context, problems []controlplane.Problem) {
+	for _, p := range problems {
+		obj := r.object(ctx, p)
+		if obj == nil {
+			continue
+		}
+		typ := corev1.EventTypeWarning
+		note := p.Message
+		if len(note) > maxNote {
+			note = note[:maxNote-3] + "..."
+		}
+		r.recorder.Eventf(obj, nil, typ, p.Reason, "BuildSnapshot", "%s", note)
+	}
+}
+
+func (r *EventReporter) object(ctx context.Context, p controlplane.Problem) client.Object {
+	var obj client.Object
+	switch p.Kind {
+	case "ConfigMap":
+		obj = &corev1.ConfigMap{}
+	case "Secret":
+		obj = &corev1.Secret{}
+	default:
+		return nil
+	}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: p.Name}, obj); err != nil {
+		r.log.Debug("no object to record the problem on", "kind", p.Kind, "name", p.Name, "error", err)
+		return nil
+	}
+	// The cache strips type information; the recorder needs it for the reference.
+	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(p.Kind))
+	return obj
+}

@@ -1,0 +1,62 @@
+package controlplane
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of the snapshot pipeline.
+type metrics struct {
+	builds    *prometheus.CounterVec
+	duration  prometheus.Histogram
+	files     prometheus.Gauge
+	bytes     prometheus.Gauge
+	problems  *prometheus.GaugeVec
+	published prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_controlplane_snapshot_builds_total",
+			Help: "Snapshot builds by result: published (a new version), unchanged (same version as before) or failed (the previous version stays).",
+		}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_controlplane_snapshot_build_duration_seconds",
+			Help:    "Time to build a snapshot from the store, after the debounce.",
+			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
+		}),
+		files: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_controlplane_snapshot_files",
+			Help: "Files in the published snapshot.",
+		}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_controlplane_snapshot_bytes",
+			Help: "Total size of the published snapshot's files.",
+		}),
+		problems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gatehouse_controlplane_config_problems",
+			Help: "Configuration problems found by the last build, by reason and severity (error: the part is left out or kept at its last good value).",
+		}, []string{"reason", "severity"}),
+		published: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_controlplane_snapshot_published_timestamp_seconds",
+			Help: "When the current snapshot version was published (Unix time).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.builds, m.duration, m.files, m.bytes, m.problems, m.published} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) setProblems(ps []Problem) {
+	m.problems.Reset()
+	for _, p := range ps {
+		sev := "error"
+		if p.Warning {
+			sev = "warning"
+		}
+		m.problems.WithLabelValues(p.Reason, sev).Inc()
+	}
+}

@@ -1,0 +1,183 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/policies"
+)
+
+// policyBuild is the outcome of assembling the policy from its ConfigMaps.
+type policyBuild struct {
+	digest   string
+	files    map[string][]byte
+	problems []Problem
+	ok       bool
+}
+
+// policyCompiler assembles the policy bundle from ConfigMaps labelled
+// gatehouse.io/policy=true and compiles it before it may ship. A bundle that
+// does not compile is refused and the last good one stays. Compiling takes
+// up to a couple of hundred milliseconds, so the outcome per bundle digest is
+// remembered: unrelated changes (an Application, a cluster) never recompile.
+type policyCompiler struct {
+	last     policyBuild
+	lastGood map[string][]byte
+}
+
+// build returns the policy files for the snapshot and the problems found.
+func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []Problem) {
+	b, sources, problems, ok := assemblePolicy(st)
+	if !ok {
+		return pc.lastGood, problems
+	}
+	digest := b.Digest()
+	if digest != pc.last.digest {
+		pc.last = pc.check(ctx, b, sources, digest)
+	}
+	problems = append(problems, pc.last.problems...)
+	if pc.last.ok {
+		pc.lastGood = pc.last.files
+	}
+	return pc.lastGood, problems
+}
+
+func (pc *policyCompiler) check(ctx context.Context, b policies.Bundle, sources []string, digest string) policyBuild {
+	out := policyBuild{digest: digest}
+	if _, err := policies.Check(ctx, b); err != nil {
+		for _, cm := range sources {
+			out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy,
+				Message: fmt.Sprintf("the policy does not compile, so the last good policy stays in force: %v", err)})
+		}
+		return out
+	}
+	files, err := policyFiles(b)
+	if err != nil {
+		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(sources, ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		return out
+	}
+	out.files, out.ok = files, true
+	return out
+}
+
+// assemblePolicy merges the policy ConfigMaps, in name order: each .rego
+// key becomes module "<configmap>/<key>", every data.json is merged at the
+// data root (two ConfigMaps may not set the same key), and one .manifest
+// may set the bundle's manifest. With no module at all, the default policy
+// reads the merged data. It returns the names of the ConfigMaps used, and
+// ok false when a ConfigMap is unreadable (the bundle must not ship then).
+func assemblePolicy(st *State) (_ policies.Bundle, _ []string, _ []Problem, ok bool) {
+	var names []string
+	for name, cm := range st.ConfigMaps {
+		if cm.Labels[LabelPolicy] == "true" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var problems []Problem
+	ok = true
+	bad := func(cm, format string, args ...any) {
+		ok = false
+		problems = append(problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)})
+	}
+	b := policies.Bundle{Data: map[string]any{}}
+	manifestFrom := ""
+	for _, name := range names {
+		data := st.ConfigMaps[name].Data
+		for _, key := range slices.Sorted(maps.Keys(data)) {
+			val := data[key]
+			switch {
+			case strings.HasSuffix(key, "_test.rego"):
+				// Tests run with `gatehouse policy test`, not in the proxy.
+			case strings.HasSuffix(key, ".rego"):
+				b.Modules = append(b.Modules, policies.Module{Path: name + "/" + key, Source: []byte(val)})
+			case key == policies.DataFile:
+				var doc map[string]any
+				if err := decodeNumbers([]byte(val), &doc); err != nil || doc == nil {
+					bad(name, "data.json is not a JSON object (%v): fix it; the last good policy stays in force", err)
+					continue
+				}
+				if err := mergeData(b.Data, doc); err != nil {
+					bad(name, "data.json: %v (another policy ConfigMap sets it too): set each key in one ConfigMap; the last good policy stays in force", err)
+				}
+			case key == policies.ManifestFile:
+				if manifestFrom != "" {
+					bad(name, ".manifest is also set in ConfigMap %s: keep one; the last good policy stays in force", manifestFrom)
+					continue
+				}
+				manifestFrom = name
+				if err := json.Unmarshal([]byte(val), &b.Manifest); err != nil {
+					bad(name, ".manifest is not valid JSON (%v); the last good policy stays in force", err)
+				}
+			default:
+				problems = append(problems, Problem{Kind: "ConfigMap", Name: name, Reason: ReasonInvalidPolicy, Warning: true,
+					Message: fmt.Sprintf("key %q is ignored: policy ConfigMaps hold *.rego files, data.json and .manifest", key)})
+			}
+		}
+	}
+	if len(b.Modules) == 0 {
+		def := policies.DefaultBundle(nil)
+		b.Modules = def.Modules
+	}
+	return b, names, problems, ok
+}
+
+// policyFiles lays the bundle out as the policy directory of the snapshot,
+// which policies.LoadFS reads back.
+func policyFiles(b policies.Bundle) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, m := range b.Modules {
+		files[m.Path] = m.Source
+	}
+	data, err := json.Marshal(b.Data)
+	if err != nil {
+		return nil, fmt.Errorf("encode policy data: %w", err)
+	}
+	files[policies.DataFile] = append(data, '\n')
+	manifest, err := json.Marshal(b.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("encode policy manifest: %w", err)
+	}
+	if string(manifest) != "{}" {
+		files[policies.ManifestFile] = append(manifest, '\n')
+	}
+	return files, nil
+}
+
+func decodeNumbers(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("more than one JSON value")
+	}
+	return nil
+}
+
+// mergeData merges doc into data; objects merge, any other value may be set
+// once.
+func mergeData(data, doc map[string]any) error {
+	for k, v := range doc {
+		old, ok := data[k]
+		if !ok {
+			data[k] = v
+			continue
+		}
+		om, ok1 := old.(map[string]any)
+		nm, ok2 := v.(map[string]any)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("key %q is set twice", k)
+		}
+		if err := mergeData(om, nm); err != nil {
+			return fmt.Errorf("%s.%w", k, err)
+		}
+	}
+	return nil
+}

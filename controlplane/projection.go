@@ -1,0 +1,90 @@
+package controlplane
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// Labels Argo CD and Gatehouse select objects by.
+const (
+	LabelSecretType     = "argocd.argoproj.io/secret-type"
+	SecretTypeCluster   = "cluster"
+	LabelPartOf         = "app.kubernetes.io/part-of"
+	LabelPolicy         = "gatehouse.io/policy"
+	ExtensionsConfigMap = "gatehouse-extensions"
+	ArgoCDSecret        = "argocd-secret"
+	ArgoCDRBACConfigMap = "argocd-rbac-cm"
+)
+
+// ProjectApplication keeps what the proxy needs of an Application.
+func ProjectApplication(a *v1alpha1.Application) snapshot.Application {
+	d := a.Spec.Destination
+	return snapshot.Application{
+		Namespace: a.Namespace,
+		Name:      a.Name,
+		Project:   a.ProjectName(),
+		Destination: snapshot.Destination{
+			Name: d.Name, Server: d.Server, Namespace: d.Namespace,
+		},
+	}
+}
+
+// ProjectAppProject keeps what the proxy re-checks of an AppProject.
+func ProjectAppProject(p *v1alpha1.AppProject) snapshot.Project {
+	out := snapshot.Project{Name: p.Name}
+	if len(p.Spec.SourceNamespaces) > 0 {
+		out.SourceNamespaces = append([]string(nil), p.Spec.SourceNamespaces...)
+	}
+	for _, d := range p.Spec.Destinations {
+		out.Destinations = append(out.Destinations, snapshot.Destination{Name: d.Name, Server: d.Server, Namespace: d.Namespace})
+	}
+	return out
+}
+
+// ProjectConfigMap keeps labels and data.
+func ProjectConfigMap(c *corev1.ConfigMap) ConfigMap {
+	return ConfigMap{Labels: maps.Clone(c.Labels), Data: maps.Clone(c.Data)}
+}
+
+// ProjectSecret keeps only what a snapshot may draw on. Cluster Secrets
+// keep their name and server, never their credentials; Argo CD's other
+// typed Secrets (repository credentials and the like) keep no data at all:
+// no snapshot ever references them. Everything else keeps its data, since
+// extension headers and backend TLS may reference it.
+func ProjectSecret(s *corev1.Secret) Secret {
+	return ProjectSecretData(s.Labels, s.Data)
+}
+
+// ProjectSecretData is ProjectSecret for labels and data from elsewhere (the
+// cache transform, the directory source).
+func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret {
+	out := Secret{Labels: maps.Clone(labels)}
+	switch labels[LabelSecretType] {
+	case "":
+		out.Data = maps.Clone(data)
+	case SecretTypeCluster:
+		out.Data = map[string][]byte{}
+		for _, k := range []string{"name", "server"} {
+			if v, ok := data[k]; ok {
+				out.Data[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// RelevantConfigMap says whether a ConfigMap of the control-plane namespace
+// can affect a snapshot; others (known hosts, GPG keys...) are not stored,
+// so their edits cost nothing.
+func RelevantConfigMap(name string, labels map[string]string) bool {
+	switch name {
+	case settings.ArgoCDConfigMap, settings.CmdParamsConfigMap, ArgoCDRBACConfigMap, ExtensionsConfigMap:
+		return true
+	}
+	return labels[LabelPolicy] == "true"
+}

@@ -1,0 +1,144 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Decode reads a snapshot through get, which returns a file's content by
+// path (a sidecar.Snapshot's File method fits). It verifies every file
+// against the index, decodes strictly (unknown fields are errors: a newer
+// schema must bump schemaVersion) and validates the result. Anything it
+// cannot trust is an error; the caller keeps serving what it had.
+func Decode(get func(path string) ([]byte, bool)) (*Content, error) {
+	raw, ok := get(IndexFile)
+	if !ok {
+		return nil, fmt.Errorf("load snapshot: %s is missing: the files are not a Gatehouse snapshot", IndexFile)
+	}
+	var idx Index
+	if err := strictJSON(raw, &idx); err != nil {
+		return nil, fmt.Errorf("load snapshot: %s: %w", IndexFile, err)
+	}
+	if idx.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("load snapshot: schemaVersion %d, but this proxy reads %d: run the proxy and controller from the same release",
+			idx.SchemaVersion, SchemaVersion)
+	}
+	c := &Content{Policy: map[string][]byte{}, Secrets: map[string][]byte{}}
+	seen := map[string]bool{}
+	for _, e := range idx.Files {
+		if seen[e.Path] {
+			return nil, fmt.Errorf("load snapshot: %s lists %q twice", IndexFile, e.Path)
+		}
+		seen[e.Path] = true
+		b, err := verified(get, e)
+		if err != nil {
+			return nil, fmt.Errorf("load snapshot: %s: %w", e.Path, err)
+		}
+		if err := c.decodeFile(e, b); err != nil {
+			return nil, fmt.Errorf("load snapshot: %s: %w", e.Path, err)
+		}
+	}
+	for _, required := range []string{ExtensionsFile, ClustersFile, AuthFile} {
+		if !seen[required] {
+			return nil, fmt.Errorf("load snapshot: %s is missing from %s", required, IndexFile)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	return c, nil
+}
+
+func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
+	if err := checkRelPath(e.Path); err != nil || e.Path == IndexFile {
+		return nil, errors.New("not a valid path for a snapshot file")
+	}
+	b, ok := get(e.Path)
+	if !ok {
+		return nil, errors.New("listed in the index but missing")
+	}
+	sum := sha256.Sum256(b)
+	if len(b) != e.Size || hex.EncodeToString(sum[:]) != e.SHA256 {
+		return nil, errors.New("content does not match the index's size and sha256")
+	}
+	return b, nil
+}
+
+// decodeFile decodes one verified file into c by where it sits.
+func (c *Content) decodeFile(e IndexEntry, b []byte) error {
+	dir, rest, _ := strings.Cut(e.Path, "/")
+	want := KindConfig
+	switch dir {
+	case PolicyDir:
+		want = KindPolicy
+	case SecretsDir:
+		want = KindSecret
+	}
+	if e.Kind != want {
+		return fmt.Errorf("kind %q, want %q", e.Kind, want)
+	}
+	switch {
+	case e.Path == ExtensionsFile:
+		var d extensionsDoc
+		err := strictJSON(b, &d)
+		c.Extensions = d.Extensions
+		return err
+	case e.Path == ClustersFile:
+		var d clustersDoc
+		err := strictJSON(b, &d)
+		c.Clusters = d.Clusters
+		return err
+	case e.Path == AuthFile:
+		return strictJSON(b, &c.Auth)
+	case dir == ApplicationsDir:
+		var d applicationsDoc
+		if err := strictJSON(b, &d); err != nil {
+			return err
+		}
+		for _, a := range d.Applications {
+			if ApplicationShard(a.Key()) != e.Path {
+				return fmt.Errorf("application %q belongs in %s", a.Key(), ApplicationShard(a.Key()))
+			}
+		}
+		c.Applications = append(c.Applications, d.Applications...)
+		return nil
+	case dir == ProjectsDir:
+		var d projectsDoc
+		if err := strictJSON(b, &d); err != nil {
+			return err
+		}
+		for _, p := range d.Projects {
+			if ProjectShard(p.Name) != e.Path {
+				return fmt.Errorf("project %q belongs in %s", p.Name, ProjectShard(p.Name))
+			}
+		}
+		c.Projects = append(c.Projects, d.Projects...)
+		return nil
+	case dir == PolicyDir && rest != "":
+		c.Policy[rest] = b
+		return nil
+	case dir == SecretsDir && rest != "":
+		c.Secrets[rest] = b
+		return nil
+	}
+	return errors.New("not a file of this schema version")
+}
+
+// strictJSON decodes one JSON value into v, refusing unknown fields and
+// trailing data.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if dec.More() {
+		return errors.New("decode: data after the JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package snapshot
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kind says how a file is handled on the shared volume.
+type Kind string
+
+// File kinds, as in the agent protocol's manifest.
+const (
+	KindConfig Kind = "config"
+	KindSecret Kind = "secret"
+	KindPolicy Kind = "policy"
+)
+
+// File is one file of an encoded snapshot.
+type File struct {
+	Path string
+	Kind Kind
+	Data []byte
+}
+
+// Index is the top manifest (IndexFile): the schema version and every other
+// file with its SHA-256, so the snapshot is addressed by content and its
+// version is the hash of this one file.
+type Index struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	Files         []IndexEntry `json:"files"`
+}
+
+// IndexEntry is one file of the index.
+type IndexEntry struct {
+	Path   string `json:"path"`
+	Kind   Kind   `json:"kind"`
+	SHA256 string `json:"sha256"`
+	Size   int    `json:"size"`
+}
+
+// Encode validates c and turns it into files, sorted by path, the index last.
+// The same content always gives the same bytes: lists are sorted, maps are
+// written in key order, and nothing time- or host-dependent is included.
+// Encode does not modify c.
+func Encode(c *Content) ([]File, error) { return new(Encoder).Encode(c) }
+
+// Encoder is Encode with memory: it keeps each application shard's encoding
+// and reuses it while the shard's Applications are unchanged, so that after
+// a one-Application change only one shard is encoded again. Not safe for
+// concurrent use.
+type Encoder struct {
+	shards map[string]encodedShard
+}
+
+type encodedShard struct {
+	apps []Application
+	data []byte
+}
+
+// Encode is the package's Encode, reusing unchanged shards' bytes.
+func (e *Encoder) Encode(c *Content) ([]File, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	n := sortedCopy(c)
+	var files []File
+	add := func(path string, kind Kind, v any) error {
+		b, err := marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode snapshot: %s: %w", path, err)
+		}
+		files = append(files, File{Path: path, Kind: kind, Data: b})
+		return nil
+	}
+	if err := add(ExtensionsFile, KindConfig, extensionsDoc{Extensions: n.Extensions}); err != nil {
+		return nil, err
+	}
+	if err := add(ClustersFile, KindConfig, clustersDoc{Clusters: n.Clusters}); err != nil {
+		return nil, err
+	}
+	if err := add(AuthFile, KindConfig, n.Auth); err != nil {
+		return nil, err
+	}
+	shards := make(map[string]encodedShard, len(e.shards))
+	for path, apps := range groupBy(n.Applications, func(a Application) string { return ApplicationShard(a.Key()) }) {
+		if old, ok := e.shards[path]; ok && slices.Equal(old.apps, apps) {
+			files = append(files, File{Path: path, Kind: KindConfig, Data: old.data})
+			shards[path] = old
+			continue
+		}
+		if err := add(path, KindConfig, applicationsDoc{Applications: apps}); err != nil {
+			return nil, err
+		}
+		shards[path] = encodedShard{apps: apps, data: files[len(files)-1].Data}
+	}
+	e.shards = shards
+	for path, projects := range groupBy(n.Projects, func(p Project) string { return ProjectShard(p.Name) }) {
+		if err := add(path, KindConfig, projectsDoc{Projects: projects}); err != nil {
+			return nil, err
+		}
+	}
+	for p, b := range n.Policy {
+		files = append(files, File{Path: PolicyDir + "/" + p, Kind: KindPolicy, Data: b})
+	}
+	for p, b := range n.Secrets {
+		files = append(files, File{Path: SecretsDir + "/" + p, Kind: KindSecret, Data: b})
+	}
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	idx := Index{SchemaVersion: SchemaVersion, Files: make([]IndexEntry, len(files))}
+	for i, f := range files {
+		sum := sha256.Sum256(f.Data)
+		idx.Files[i] = IndexEntry{Path: f.Path, Kind: f.Kind, SHA256: hex.EncodeToString(sum[:]), Size: len(f.Data)}
+	}
+	if err := add(IndexFile, KindConfig, idx); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// The documents' top level is an object, so a later schema can add fields
+// beside the list.
+type (
+	extensionsDoc struct {
+		Extensions []Extension `json:"extensions"`
+	}
+	clustersDoc struct {
+		Clusters []Cluster `json:"clusters"`
+	}
+	applicationsDoc struct {
+		Applications []Application `json:"applications"`
+	}
+	projectsDoc struct {
+		Projects []Project `json:"projects"`
+	}
+)
+
+// marshal writes indented JSON with a final newline: snapshots are read by
+// people debugging them, and indentation costs little after compression.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sortedCopy returns c with every list in its canonical order. Slices are
+// copied before sorting; the elements' own slices are shared (read only).
+func sortedCopy(c *Content) Content {
+	n := *c
+	n.Extensions = slices.SortedFunc(slices.Values(c.Extensions), func(a, b Extension) int { return strings.Compare(a.Name, b.Name) })
+	n.Applications = slices.SortedFunc(slices.Values(c.Applications), func(a, b Application) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	n.Projects = slices.SortedFunc(slices.Values(c.Projects), func(a, b Project) int { return strings.Compare(a.Name, b.Name) })
+	n.Clusters = slices.SortedFunc(slices.Values(c.Clusters), func(a, b Cluster) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Server, b.Server))
+	})
+	if n.Extensions == nil {
+		n.Extensions = []Extension{}
+	}
+	if n.Clusters == nil {
+		n.Clusters = []Cluster{}
+	}
+	return n
+}
+
+// groupBy splits sorted items by the file they belong in, keeping their order.
+func groupBy[T any](items []T, file func(T) string) map[string][]T {
+	out := map[string][]T{}
+	for _, it := range items {
+		f := file(it)
+		out[f] = append(out[f], it)
+	}
+	return out
+}

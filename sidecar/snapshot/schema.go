@@ -1,0 +1,179 @@
+package snapshot
+
+// SchemaVersion is the layout and schema this package writes and reads. A
+// snapshot with another schemaVersion is refused: the proxy must not guess at
+// fields it does not know.
+const SchemaVersion = 1
+
+// Content is everything the proxy needs to route and authorize requests with no
+// Kubernetes access. The zero value is a valid, empty snapshot.
+type Content struct {
+	// Extensions by name, sorted by name.
+	Extensions []Extension `json:"extensions"`
+	// Applications of every enabled namespace.
+	Applications []Application `json:"-"`
+	// Projects by name.
+	Projects []Project `json:"-"`
+	// Clusters Argo CD knows, the in-cluster default included.
+	Clusters []Cluster `json:"-"`
+	// Auth is what the proxy needs to verify Argo CD and SSO tokens.
+	Auth Auth `json:"-"`
+	// Policy holds the policy bundle's files (Rego modules, data.json,
+	// .manifest) by path relative to the policy directory.
+	Policy map[string][]byte `json:"-"`
+	// Secrets holds the referenced secret values by SecretRef path.
+	Secrets map[string][]byte `json:"-"`
+}
+
+// Application is one Argo CD Application as the proxy sees it.
+type Application struct {
+	Namespace   string      `json:"namespace"`
+	Name        string      `json:"name"`
+	Project     string      `json:"project"`
+	Destination Destination `json:"destination"`
+}
+
+// Key is "<namespace>/<name>", the Application's identity.
+func (a Application) Key() string { return a.Namespace + "/" + a.Name }
+
+// Destination is where an Application deploys to (or a destination an
+// AppProject permits, where Name, Server and Namespace may be globs).
+type Destination struct {
+	Name      string `json:"name,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Project is the part of an AppProject the proxy re-checks: an Application's
+// project must still permit its namespace and its destination.
+type Project struct {
+	Name             string        `json:"name"`
+	SourceNamespaces []string      `json:"sourceNamespaces,omitempty"`
+	Destinations     []Destination `json:"destinations,omitempty"`
+}
+
+// Cluster is a destination cluster: name and API server URL, never its
+// credentials.
+type Cluster struct {
+	Name   string `json:"name"`
+	Server string `json:"server"`
+}
+
+// InCluster is the cluster Argo CD always knows, unless a cluster Secret for
+// the same server overrides its name.
+var InCluster = Cluster{Name: "in-cluster", Server: "https://kubernetes.default.svc"}
+
+// Extension is one extension in Gatehouse's normalized form, whichever of the
+// accepted formats it was written in.
+type Extension struct {
+	Name string `json:"name"`
+	// System extensions are not tied to an Application: requests carry no
+	// Application header and the policy input has no application.
+	System  bool    `json:"system,omitempty"`
+	Backend Backend `json:"backend"`
+	Limits  Limits  `json:"limits,omitzero"`
+}
+
+// Backend is how to reach an extension's servers.
+type Backend struct {
+	// Services are the backends; at most one per cluster, and at most one
+	// with no cluster (the default for clusters no other service names).
+	Services []Service `json:"services"`
+	// Timeouts and connection pool settings; zero means the proxy's default.
+	ConnectionTimeout     Duration `json:"connectionTimeout,omitzero"`
+	KeepAlive             Duration `json:"keepAlive,omitzero"`
+	IdleConnectionTimeout Duration `json:"idleConnectionTimeout,omitzero"`
+	MaxIdleConnections    int      `json:"maxIdleConnections,omitempty"`
+	// RequestTimeout bounds a whole request, streaming included.
+	RequestTimeout Duration `json:"requestTimeout,omitzero"`
+}
+
+// Service is one backend: one or more URLs (load balanced) serving the
+// Applications of one cluster, or of every cluster when Cluster is nil.
+type Service struct {
+	URLs    []string    `json:"urls"`
+	Cluster *ClusterRef `json:"cluster,omitempty"`
+	Headers []Header    `json:"headers,omitempty"`
+	TLS     *TLS        `json:"tls,omitempty"`
+}
+
+// ClusterRef selects a cluster by name, by server, or by both (both must match).
+type ClusterRef struct {
+	Name   string `json:"name,omitempty"`
+	Server string `json:"server,omitempty"`
+}
+
+// Header is a header added to backend requests: a literal value, or a
+// secret's value (Argo CD's "$key" references).
+type Header struct {
+	Name   string     `json:"name"`
+	Value  string     `json:"value,omitempty"`
+	Secret *SecretRef `json:"secret,omitempty"`
+}
+
+// SecretRef names a file of the snapshot's secrets directory.
+type SecretRef struct {
+	// Path is relative to the secrets directory: "<secret>/<key>".
+	Path string `json:"path"`
+}
+
+// TLS is how the proxy connects to a backend over TLS.
+type TLS struct {
+	// CA verifies the backend's certificate; nil means the system roots.
+	CA *SecretRef `json:"ca,omitempty"`
+	// ClientCert and ClientKey, both or neither: the proxy's client certificate.
+	ClientCert *SecretRef `json:"clientCert,omitempty"`
+	ClientKey  *SecretRef `json:"clientKey,omitempty"`
+	// ServerName overrides the name verified in the backend's certificate.
+	ServerName string `json:"serverName,omitempty"`
+	// InsecureSkipVerify turns off certificate verification. Never the
+	// default; the proxy logs a warning for it.
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+}
+
+// Limits protect backends and the proxy from one user or one extension. Zero
+// means no limit of that kind.
+type Limits struct {
+	// PerUser limits each user's request rate to this extension.
+	PerUser Rate `json:"perUser,omitzero"`
+	// PerExtension limits the extension's total request rate.
+	PerExtension Rate `json:"perExtension,omitzero"`
+	// MaxConcurrent bounds requests in flight to the extension.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+}
+
+// Rate is a token bucket: RequestsPerSecond sustained, Burst at once.
+type Rate struct {
+	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
+}
+
+// Auth configures token verification in the proxy.
+type Auth struct {
+	// URL is Argo CD's external URL (argocd-cm url).
+	URL string `json:"url,omitempty"`
+	// LocalSecretKey refers to server.secretkey, which signs Argo CD's own
+	// tokens (HS256). Nil: local users' tokens are refused.
+	LocalSecretKey *SecretRef `json:"localSecretKey,omitempty"`
+	// OIDC is the single sign-on issuer, nil when SSO is not configured.
+	OIDC *OIDC `json:"oidc,omitempty"`
+	// GroupsClaims are the claims groups are read from (Argo CD's
+	// scopes in policy.csv's companion setting); empty means ["groups"].
+	GroupsClaims []string `json:"groupsClaims,omitempty"`
+}
+
+// OIDC is the issuer SSO tokens come from: Argo CD's bundled Dex or an
+// external provider (oidc.config).
+type OIDC struct {
+	Issuer string `json:"issuer"`
+	// Audiences a token must name one of.
+	Audiences []string `json:"audiences"`
+	// SkipAudienceCheckWhenTokenHasNoAudience is Argo CD's option.
+	SkipAudienceCheckWhenTokenHasNoAudience bool `json:"skipAudienceCheckWhenTokenHasNoAudience,omitempty"`
+	// RootCA is PEM to verify the issuer with (oidc.config rootCA); public.
+	RootCA string `json:"rootCA,omitempty"`
+	// UsernameClaims name the claims the username is read from.
+	UsernameClaims []string `json:"usernameClaims,omitempty"`
+	// Dex is true for Argo CD's bundled Dex.
+	Dex bool `json:"dex,omitempty"`
+}

@@ -1,0 +1,243 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// extensionName is Argo CD's rule for extension names (they become a URL
+// path segment and part of header values).
+var extensionName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// headerName is an HTTP token (RFC 9110 section 5.6.2).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// Validate checks what the proxy relies on: unique names, usable URLs,
+// references that resolve, sane limits. It reports every problem it finds,
+// each naming the object it is about.
+func (c *Content) Validate() error {
+	var errs []error
+	errs = append(errs, c.validateExtensions()...)
+	errs = append(errs, c.validateIndex()...)
+	errs = append(errs, c.validateAuth()...)
+	for p := range c.Policy {
+		if err := checkRelPath(p); err != nil {
+			errs = append(errs, fmt.Errorf("policy file %q: %w", p, err))
+		}
+	}
+	for p := range c.Secrets {
+		if err := checkSecretPath(p); err != nil {
+			errs = append(errs, fmt.Errorf("secret %q: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Content) validateIndex() []error {
+	var errs []error
+	apps := make(map[string]bool, len(c.Applications))
+	for _, a := range c.Applications {
+		switch {
+		case a.Namespace == "" || a.Name == "":
+			errs = append(errs, fmt.Errorf("application %q: namespace and name are required", a.Key()))
+		case a.Project == "":
+			errs = append(errs, fmt.Errorf("application %q: project is required", a.Key()))
+		case apps[a.Key()]:
+			errs = append(errs, fmt.Errorf("application %q is listed twice", a.Key()))
+		}
+		apps[a.Key()] = true
+	}
+	projects := make(map[string]bool, len(c.Projects))
+	for _, p := range c.Projects {
+		if p.Name == "" || projects[p.Name] {
+			errs = append(errs, fmt.Errorf("project %q: the name is empty or listed twice", p.Name))
+		}
+		projects[p.Name] = true
+	}
+	names, servers := map[string]bool{}, map[string]bool{}
+	for _, cl := range c.Clusters {
+		switch {
+		case cl.Name == "" || cl.Server == "":
+			errs = append(errs, fmt.Errorf("cluster %q (%s): name and server are required", cl.Name, cl.Server))
+		case names[cl.Name]:
+			errs = append(errs, fmt.Errorf("cluster name %q is listed twice", cl.Name))
+		case servers[cl.Server]:
+			errs = append(errs, fmt.Errorf("cluster server %q is listed twice", cl.Server))
+		}
+		names[cl.Name], servers[cl.Server] = true, true
+	}
+	return errs
+}
+
+func (c *Content) validateExtensions() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, e := range c.Extensions {
+		if !extensionName.MatchString(e.Name) {
+			errs = append(errs, fmt.Errorf("extension %q: names may hold only letters, digits, '-' and '_'", e.Name))
+			continue
+		}
+		if seen[e.Name] {
+			errs = append(errs, fmt.Errorf("extension %q is defined twice", e.Name))
+		}
+		seen[e.Name] = true
+		for _, err := range e.Validate(c.Secrets) {
+			errs = append(errs, fmt.Errorf("extension %q: %w", e.Name, err))
+		}
+	}
+	return errs
+}
+
+// Validate checks one extension; secrets holds the snapshot's secret values
+// by path, to check references. The control plane uses it to drop one bad
+// extension without failing the others.
+func (e *Extension) Validate(secrets map[string][]byte) []error {
+	var errs []error
+	b := e.Backend
+	if len(b.Services) == 0 {
+		errs = append(errs, errors.New("backend.services: at least one service is required"))
+	}
+	clusters := map[ClusterRef]bool{}
+	for i, s := range b.Services {
+		where := fmt.Sprintf("backend.services[%d]", i)
+		var ref ClusterRef
+		if s.Cluster != nil {
+			ref = *s.Cluster
+			if ref == (ClusterRef{}) {
+				errs = append(errs, fmt.Errorf("%s.cluster: give a name, a server or both", where))
+			}
+		}
+		if clusters[ref] {
+			errs = append(errs, fmt.Errorf("%s: another service already serves cluster %s", where, describeRef(ref)))
+		}
+		clusters[ref] = true
+		errs = append(errs, validateService(where, s, secrets)...)
+	}
+	if b.MaxIdleConnections < 0 {
+		errs = append(errs, errors.New("backend.maxIdleConnections is negative"))
+	}
+	l := e.Limits
+	if l.PerUser.RequestsPerSecond < 0 || l.PerUser.Burst < 0 || l.PerExtension.RequestsPerSecond < 0 ||
+		l.PerExtension.Burst < 0 || l.MaxConcurrent < 0 {
+		errs = append(errs, errors.New("limits: rates, bursts and maxConcurrent must not be negative"))
+	}
+	return errs
+}
+
+func describeRef(r ClusterRef) string {
+	switch {
+	case r == ClusterRef{}:
+		return "(default)"
+	case r.Name == "":
+		return r.Server
+	case r.Server == "":
+		return r.Name
+	}
+	return r.Name + " (" + r.Server + ")"
+}
+
+func validateService(where string, s Service, secrets map[string][]byte) []error {
+	var errs []error
+	if len(s.URLs) == 0 {
+		errs = append(errs, fmt.Errorf("%s: a url is required", where))
+	}
+	for _, raw := range s.URLs {
+		if err := checkBackendURL(raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: url %q: %w", where, raw, err))
+		}
+	}
+	for _, h := range s.Headers {
+		if !headerName.MatchString(h.Name) {
+			errs = append(errs, fmt.Errorf("%s: header %q: not a valid header name", where, h.Name))
+		}
+		if h.Secret != nil && h.Value != "" {
+			errs = append(errs, fmt.Errorf("%s: header %q: give a value or a secret, not both", where, h.Name))
+		}
+		if strings.ContainsAny(h.Value, "\r\n\x00") {
+			errs = append(errs, fmt.Errorf("%s: header %q: the value holds a line break or NUL", where, h.Name))
+		}
+		errs = append(errs, checkRef(where+": header "+h.Name, h.Secret, secrets)...)
+	}
+	if t := s.TLS; t != nil {
+		errs = append(errs, checkRef(where+".tls.ca", t.CA, secrets)...)
+		errs = append(errs, checkRef(where+".tls.clientCert", t.ClientCert, secrets)...)
+		errs = append(errs, checkRef(where+".tls.clientKey", t.ClientKey, secrets)...)
+		if (t.ClientCert == nil) != (t.ClientKey == nil) {
+			errs = append(errs, fmt.Errorf("%s.tls: clientCert and clientKey go together", where))
+		}
+	}
+	return errs
+}
+
+func checkBackendURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("the scheme must be http or https")
+	case u.Host == "":
+		return errors.New("the host is missing")
+	case u.User != nil:
+		return errors.New("credentials in the URL are not allowed; use a header from a secret")
+	case u.RawQuery != "" || u.Fragment != "":
+		return errors.New("a query or fragment is not allowed")
+	}
+	return nil
+}
+
+func checkRef(where string, ref *SecretRef, secrets map[string][]byte) []error {
+	if ref == nil {
+		return nil
+	}
+	if err := checkSecretPath(ref.Path); err != nil {
+		return []error{fmt.Errorf("%s: secret %q: %w", where, ref.Path, err)}
+	}
+	if _, ok := secrets[ref.Path]; !ok {
+		return []error{fmt.Errorf("%s: secret %q is not in the snapshot", where, ref.Path)}
+	}
+	return nil
+}
+
+func (c *Content) validateAuth() []error {
+	var errs []error
+	errs = append(errs, checkRef("auth.localSecretKey", c.Auth.LocalSecretKey, c.Secrets)...)
+	if o := c.Auth.OIDC; o != nil {
+		if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("auth.oidc.issuer %q: want an absolute http(s) URL", o.Issuer))
+		}
+		if len(o.Audiences) == 0 {
+			errs = append(errs, errors.New("auth.oidc.audiences: at least one audience (the client ID) is required"))
+		}
+	}
+	return errs
+}
+
+// checkRelPath accepts clean, relative, slash-separated paths.
+func checkRelPath(p string) error {
+	switch {
+	case p == "" || p == "." || path.Clean(p) != p:
+		return errors.New("not a clean relative path")
+	case strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../"):
+		return errors.New("leaves its directory")
+	case strings.ContainsAny(p, "\x00\n\r\\"):
+		return errors.New("holds a NUL, line break or backslash")
+	}
+	return nil
+}
+
+// checkSecretPath accepts "<secret>/<key>" with Kubernetes' name and key
+// characters, so a secret path can never reach outside its directory.
+func checkSecretPath(p string) error {
+	secret, key, ok := strings.Cut(p, "/")
+	if !ok || !secretSegment.MatchString(secret) || !secretSegment.MatchString(key) || key == "." || key == ".." || secret == "." || secret == ".." {
+		return errors.New(`want "<secret>/<key>" with letters, digits, '-', '_' and '.'`)
+	}
+	return nil
+}
+
+var secretSegment = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
