@@ -1,0 +1,4 @@
+// Package extconfig turns proxy extension settings (argocd-cm and gatehouse-extensions, in Argo CD's, the proposal's and Gatehouse's formats) into validated snapshot.Extension values.
+// Each extension stands alone: a bad one is dropped with a Problem and the others are still served, where Argo CD would drop them all.
+// A definition in gatehouse-extensions replaces argocd-cm's of the same name, silently, even when it is disabled or invalid, so a broken override never falls back to the older config.
+package extconfig

@@ -1,0 +1,156 @@
+package extconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	sjson "sigs.k8s.io/json"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+type parser struct {
+	lookup   SecretLookup
+	problems []Problem
+}
+
+func (p *parser) report(source, extension string, warning bool, err error) {
+	p.problems = append(p.problems, Problem{Source: source, Extension: extension, Warning: warning, Err: err})
+}
+
+// entry is one extension definition as found in a ConfigMap.
+type entry struct {
+	key   string // the ConfigMap key
+	where string // its position in an "extensions" list, "" for a keyed one
+	name  string
+	raw   json.RawMessage
+	keyed bool
+	// broken entries did not parse (already reported); they still count
+	// for duplicates and for hiding argocd-cm's definitions.
+	broken bool
+}
+
+func (e entry) location() string {
+	if e.keyed {
+		return fmt.Sprintf("key %q", e.key)
+	}
+	return fmt.Sprintf("key %q %s", e.key, e.where)
+}
+
+// built is an extension that passed validation, with the secret values it
+// references.
+type built struct {
+	ext     snapshot.Extension
+	secrets map[string][]byte
+}
+
+type sourceResult struct {
+	// names the source defines, served or not: each hides argocd-cm's.
+	names  map[string]bool
+	served []built
+}
+
+func sourceName(configMap, key string) string {
+	return fmt.Sprintf("ConfigMap %s key %q", configMap, key)
+}
+
+// readSource reads one ConfigMap's extensions, skipping the names in skip
+// without a word: they are defined elsewhere and that definition wins.
+func (p *parser) readSource(configMap string, data map[string]string, skip map[string]bool) sourceResult {
+	res := sourceResult{names: map[string]bool{}}
+	var entries []entry
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		src := sourceName(configMap, key)
+		name, keyed := strings.CutPrefix(key, ConfigKey+".")
+		switch {
+		case key == ConfigKey:
+			entries = append(entries, p.readList(src, key, data[key])...)
+		case keyed && name != "":
+			raw, err := yamlToJSON(data[key])
+			if err != nil && !skip[name] {
+				p.report(src, "", false, err)
+			}
+			entries = append(entries, entry{key: key, name: name, raw: raw, keyed: true, broken: err != nil})
+		case strings.HasPrefix(key, ConfigKey):
+			// Argo CD reads "extension.configX" as extension "X" and
+			// "extension.config." as a second main config; both are
+			// far likelier slips than intent.
+			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", ConfigKey, ConfigKey+".<name>"))
+		case configMap == GatehouseConfigMap:
+			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", GatehouseConfigMap, ConfigKey, ConfigKey+".<name>"))
+		}
+	}
+
+	byName := map[string][]entry{}
+	for _, e := range entries {
+		res.names[e.name] = true
+		if !skip[e.name] {
+			byName[e.name] = append(byName[e.name], e)
+		}
+	}
+	for _, e := range entries {
+		defs := byName[e.name]
+		switch {
+		case len(defs) == 0:
+			continue
+		case len(defs) > 1:
+			if defs[0].location() == e.location() {
+				locs := make([]string, len(defs))
+				for i, d := range defs {
+					locs[i] = d.location()
+				}
+				p.report("ConfigMap "+configMap, e.name, false, fmt.Errorf(
+					"defined %d times (%s): keep one definition; none is served until then",
+					len(defs), strings.Join(locs, ", ")))
+			}
+			continue
+		case e.broken:
+			continue
+		}
+		if b, ok := p.build(configMap, e); ok {
+			res.served = append(res.served, b)
+		}
+	}
+	return res
+}
+
+// readList splits an "extension.config" value into its extensions. Only a
+// value that cannot be read at all is the whole key's problem; each entry
+// is judged on its own later.
+func (p *parser) readList(src, key, text string) []entry {
+	raw, err := yamlToJSON(text)
+	if err != nil {
+		p.report(src, "", false, err)
+		return nil
+	}
+	var list rawList
+	unknown, err := decode(raw, &list)
+	if err != nil {
+		p.report(src, "", false, fmt.Errorf("want a mapping with an \"extensions\" list: %w", err))
+		return nil
+	}
+	for _, f := range unknown {
+		p.report(src, "", true, unknownFieldError(f))
+	}
+	var entries []entry
+	for i, item := range list.Extensions {
+		where := fmt.Sprintf("extensions[%d]", i)
+		var head struct {
+			Name string `json:"name"`
+		}
+		if err := sjson.UnmarshalCaseSensitivePreserveInts(item, &head); err != nil {
+			p.report(src, where, false, fmt.Errorf("want a mapping with a name and a backend: %w", describeDecodeError(err)))
+			continue
+		}
+		if head.Name == "" {
+			p.report(src, where, false, errors.New("name is required: it is the extension's URL path segment (/extensions/<name>)"))
+			continue
+		}
+		entries = append(entries, entry{key: key, where: where, name: head.Name, raw: item})
+	}
+	return entries
+}
