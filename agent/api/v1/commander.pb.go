@@ -226,6 +226,7 @@ type Command struct {
 	//	*Command_ConfigAvailable
 	//	*Command_ConfigStatus
 	//	*Command_Keepalive
+	//	*Command_ManifestRequest
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -320,6 +321,15 @@ func (x *Command) GetKeepalive() *Keepalive {
 	return nil
 }
 
+func (x *Command) GetManifestRequest() *ManifestRequest {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_ManifestRequest); ok {
+			return x.ManifestRequest
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -344,6 +354,10 @@ type Command_Keepalive struct {
 	Keepalive *Keepalive `protobuf:"bytes,6,opt,name=keepalive,proto3,oneof"`
 }
 
+type Command_ManifestRequest struct {
+	ManifestRequest *ManifestRequest `protobuf:"bytes,7,opt,name=manifest_request,json=manifestRequest,proto3,oneof"`
+}
+
 func (*Command_ConnectRequest) isCommand_Payload() {}
 
 func (*Command_ConnectResponse) isCommand_Payload() {}
@@ -353,6 +367,8 @@ func (*Command_ConfigAvailable) isCommand_Payload() {}
 func (*Command_ConfigStatus) isCommand_Payload() {}
 
 func (*Command_Keepalive) isCommand_Payload() {}
+
+func (*Command_ManifestRequest) isCommand_Payload() {}
 
 // PodRef names the Pod an agent runs in.
 type PodRef struct {
@@ -424,7 +440,11 @@ type AgentConnectRequest struct {
 	Pod     *PodRef `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
 	// The agent's build version.
 	AgentVersion string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
-	// Optional features the agent supports, e.g. "confirm".
+	// Optional features the agent supports: "confirm" (acks only once its
+	// proxy serves a version), "delta" (takes delta announcements and sends
+	// ManifestRequest when it lacks their base), "packed" (downloads by
+	// manifest index, content packed into shared chunks). The constants are
+	// in capabilities.go.
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The snapshot version the agent (and its proxy) currently serve, if any.
 	CurrentVersion string `protobuf:"bytes,5,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
@@ -567,8 +587,11 @@ type RuntimeSettings struct {
 	MaxFileBytes      uint64                 `protobuf:"varint,3,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
 	MaxTotalBytes     uint64                 `protobuf:"varint,4,opt,name=max_total_bytes,json=maxTotalBytes,proto3" json:"max_total_bytes,omitempty"`
 	MaxFiles          uint32                 `protobuf:"varint,5,opt,name=max_files,json=maxFiles,proto3" json:"max_files,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Protocol features the server offers (the Capability constants): an
+	// agent downloads by bitmap only from a server that lists "packed".
+	Capabilities  []string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeSettings) Reset() {
@@ -634,6 +657,13 @@ func (x *RuntimeSettings) GetMaxFiles() uint32 {
 		return x.MaxFiles
 	}
 	return 0
+}
+
+func (x *RuntimeSettings) GetCapabilities() []string {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
 }
 
 // FileMeta describes one file of a snapshot.
@@ -761,11 +791,24 @@ func (x *Manifest) GetFiles() []*FileMeta {
 	return nil
 }
 
-// ConfigAvailable announces a snapshot version.
+// ConfigAvailable announces a snapshot version, in one of two forms:
+//
+//   - full: manifest lists every file;
+//   - delta (only to agents with the "delta" capability): base_version names
+//     a version the agent serves, and the new manifest is base_version's
+//     with every entry of changed put in (replacing the entry with the same
+//     path, or added) and every path in removed taken out. manifest is
+//     absent. An agent that does not hold base_version exactly asks for the
+//     full form with a ManifestRequest instead of answering.
 type ConfigAvailable struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	Manifest      *Manifest              `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Version     string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	Manifest    *Manifest              `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	BaseVersion string                 `protobuf:"bytes,3,opt,name=base_version,json=baseVersion,proto3" json:"base_version,omitempty"`
+	// Entries new or different in version, sorted by path.
+	Changed []*FileMeta `protobuf:"bytes,4,rep,name=changed,proto3" json:"changed,omitempty"`
+	// Paths of base_version that version no longer has, sorted.
+	Removed       []string `protobuf:"bytes,5,rep,name=removed,proto3" json:"removed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -814,6 +857,73 @@ func (x *ConfigAvailable) GetManifest() *Manifest {
 	return nil
 }
 
+func (x *ConfigAvailable) GetBaseVersion() string {
+	if x != nil {
+		return x.BaseVersion
+	}
+	return ""
+}
+
+func (x *ConfigAvailable) GetChanged() []*FileMeta {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *ConfigAvailable) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+// ManifestRequest asks the server to announce version again in full: the
+// agent got it as a delta against a base it does not hold (any more).
+type ManifestRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManifestRequest) Reset() {
+	*x = ManifestRequest{}
+	mi := &file_agent_api_v1_commander_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManifestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManifestRequest) ProtoMessage() {}
+
+func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_api_v1_commander_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
+func (*ManifestRequest) Descriptor() ([]byte, []int) {
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ManifestRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 // FileError is a problem with one file of a snapshot.
 type FileError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -825,7 +935,7 @@ type FileError struct {
 
 func (x *FileError) Reset() {
 	*x = FileError{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[9]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +947,7 @@ func (x *FileError) String() string {
 func (*FileError) ProtoMessage() {}
 
 func (x *FileError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[9]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +960,7 @@ func (x *FileError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileError.ProtoReflect.Descriptor instead.
 func (*FileError) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{9}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FileError) GetPath() string {
@@ -881,7 +991,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[10]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +1003,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[10]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1016,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{10}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConfigStatus) GetVersion() string {
@@ -946,7 +1056,7 @@ type Keepalive struct {
 
 func (x *Keepalive) Reset() {
 	*x = Keepalive{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[11]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1068,7 @@ func (x *Keepalive) String() string {
 func (*Keepalive) ProtoMessage() {}
 
 func (x *Keepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[11]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,22 +1081,34 @@ func (x *Keepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keepalive.ProtoReflect.Descriptor instead.
 func (*Keepalive) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{11}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{12}
 }
 
-// DownloadRequest asks for the content of some files of a version.
+// DownloadRequest asks for the content of some files of a version, named
+// in one of two ways (exactly one must be set):
+//
+//   - sha256: the hash of each file wanted; the answer is a FileData per
+//     file (or per piece of a large file), in request order;
+//   - files: a bitmap over the version's manifest, sorted by path: bit i
+//     (byte i/8, bit i%8, least significant first) asks for file i; its
+//     length is exactly ceil(files/8) bytes and bits past the last file are
+//     zero. The answer is the selected files' content, concatenated in
+//     manifest order and cut into DataChunk.content pieces; the agent knows
+//     every size from the manifest. Selecting every file is a cold start,
+//     and all such requests of a version share one answer.
 type DownloadRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
 	// SHA-256 (hex) of each file wanted.
 	Sha256        []string `protobuf:"bytes,2,rep,name=sha256,proto3" json:"sha256,omitempty"`
+	Files         []byte   `protobuf:"bytes,3,opt,name=files,proto3" json:"files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DownloadRequest) Reset() {
 	*x = DownloadRequest{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[12]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1120,7 @@ func (x *DownloadRequest) String() string {
 func (*DownloadRequest) ProtoMessage() {}
 
 func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[12]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1133,7 @@ func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
 func (*DownloadRequest) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{12}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DownloadRequest) GetVersion() string {
@@ -1028,13 +1150,23 @@ func (x *DownloadRequest) GetSha256() []string {
 	return nil
 }
 
-// DataChunk is one message of a Download stream.
+func (x *DownloadRequest) GetFiles() []byte {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// DataChunk is one message of a Download stream: the DownloadHeader first,
+// then FileData (for a request by sha256) or content (for a request by
+// bitmap).
 type DataChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Chunk:
 	//
 	//	*DataChunk_Header
 	//	*DataChunk_Data
+	//	*DataChunk_Content
 	Chunk         isDataChunk_Chunk `protobuf_oneof:"chunk"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1042,7 +1174,7 @@ type DataChunk struct {
 
 func (x *DataChunk) Reset() {
 	*x = DataChunk{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[13]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1186,7 @@ func (x *DataChunk) String() string {
 func (*DataChunk) ProtoMessage() {}
 
 func (x *DataChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[13]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1199,7 @@ func (x *DataChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataChunk.ProtoReflect.Descriptor instead.
 func (*DataChunk) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{13}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DataChunk) GetChunk() isDataChunk_Chunk {
@@ -1095,6 +1227,15 @@ func (x *DataChunk) GetData() *FileData {
 	return nil
 }
 
+func (x *DataChunk) GetContent() []byte {
+	if x != nil {
+		if x, ok := x.Chunk.(*DataChunk_Content); ok {
+			return x.Content
+		}
+	}
+	return nil
+}
+
 type isDataChunk_Chunk interface {
 	isDataChunk_Chunk()
 }
@@ -1107,9 +1248,16 @@ type DataChunk_Data struct {
 	Data *FileData `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
 }
 
+type DataChunk_Content struct {
+	// The next bytes of the concatenated content, at most chunk_bytes.
+	Content []byte `protobuf:"bytes,3,opt,name=content,proto3,oneof"`
+}
+
 func (*DataChunk_Header) isDataChunk_Chunk() {}
 
 func (*DataChunk_Data) isDataChunk_Chunk() {}
+
+func (*DataChunk_Content) isDataChunk_Chunk() {}
 
 // DownloadHeader opens a Download stream.
 type DownloadHeader struct {
@@ -1117,9 +1265,10 @@ type DownloadHeader struct {
 	FileCount  uint32                 `protobuf:"varint,1,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
 	TotalBytes uint64                 `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
 	// Hex SHA-256 of the files' hex SHA-256s, each followed by "\n", in stream
-	// order. Every file's content is checked against its own hash, so hashing
-	// the content a second time would only cost the server a full pass over
-	// every byte it sends; this binds the stream to the list of files instead.
+	// order (selected files with the same content are each listed). Every
+	// file's content is checked against its own hash, so hashing the content
+	// a second time would only cost the server a full pass over every byte it
+	// sends; this binds the stream to the list of files instead.
 	Checksum      string `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
 	ChunkBytes    uint32 `protobuf:"varint,4,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1128,7 +1277,7 @@ type DownloadHeader struct {
 
 func (x *DownloadHeader) Reset() {
 	*x = DownloadHeader{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[14]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1289,7 @@ func (x *DownloadHeader) String() string {
 func (*DownloadHeader) ProtoMessage() {}
 
 func (x *DownloadHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[14]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1302,7 @@ func (x *DownloadHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadHeader.ProtoReflect.Descriptor instead.
 func (*DownloadHeader) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{14}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DownloadHeader) GetFileCount() uint32 {
@@ -1198,7 +1347,7 @@ type FileData struct {
 
 func (x *FileData) Reset() {
 	*x = FileData{}
-	mi := &file_agent_api_v1_commander_proto_msgTypes[15]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1359,7 @@ func (x *FileData) String() string {
 func (*FileData) ProtoMessage() {}
 
 func (x *FileData) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_api_v1_commander_proto_msgTypes[15]
+	mi := &file_agent_api_v1_commander_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1372,7 @@ func (x *FileData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileData.ProtoReflect.Descriptor instead.
 func (*FileData) Descriptor() ([]byte, []int) {
-	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{15}
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FileData) GetSha256() string {
@@ -1264,14 +1413,15 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12\x19\n" +
 	"\bagent_id\x18\x03 \x01(\tR\aagentId\x128\n" +
-	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"\xd3\x03\n" +
+	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"\xa5\x04\n" +
 	"\aCommand\x128\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1c.gatehouse.agent.v1.MetadataR\bmetadata\x12R\n" +
 	"\x0fconnect_request\x18\x02 \x01(\v2'.gatehouse.agent.v1.AgentConnectRequestH\x00R\x0econnectRequest\x12U\n" +
 	"\x10connect_response\x18\x03 \x01(\v2(.gatehouse.agent.v1.AgentConnectResponseH\x00R\x0fconnectResponse\x12P\n" +
 	"\x10config_available\x18\x04 \x01(\v2#.gatehouse.agent.v1.ConfigAvailableH\x00R\x0fconfigAvailable\x12G\n" +
 	"\rconfig_status\x18\x05 \x01(\v2 .gatehouse.agent.v1.ConfigStatusH\x00R\fconfigStatus\x12=\n" +
-	"\tkeepalive\x18\x06 \x01(\v2\x1d.gatehouse.agent.v1.KeepaliveH\x00R\tkeepaliveB\t\n" +
+	"\tkeepalive\x18\x06 \x01(\v2\x1d.gatehouse.agent.v1.KeepaliveH\x00R\tkeepalive\x12P\n" +
+	"\x10manifest_request\x18\a \x01(\v2#.gatehouse.agent.v1.ManifestRequestH\x00R\x0fmanifestRequestB\t\n" +
 	"\apayload\"L\n" +
 	"\x06PodRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -1286,13 +1436,14 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x14AgentConnectResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12?\n" +
-	"\bsettings\x18\x03 \x01(\v2#.gatehouse.agent.v1.RuntimeSettingsR\bsettings\"\xee\x01\n" +
+	"\bsettings\x18\x03 \x01(\v2#.gatehouse.agent.v1.RuntimeSettingsR\bsettings\"\x92\x02\n" +
 	"\x0fRuntimeSettings\x12H\n" +
 	"\x12keepalive_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11keepaliveInterval\x12&\n" +
 	"\x0fmax_chunk_bytes\x18\x02 \x01(\rR\rmaxChunkBytes\x12$\n" +
 	"\x0emax_file_bytes\x18\x03 \x01(\x04R\fmaxFileBytes\x12&\n" +
 	"\x0fmax_total_bytes\x18\x04 \x01(\x04R\rmaxTotalBytes\x12\x1b\n" +
-	"\tmax_files\x18\x05 \x01(\rR\bmaxFiles\"\x90\x01\n" +
+	"\tmax_files\x18\x05 \x01(\rR\bmaxFiles\x12\"\n" +
+	"\fcapabilities\x18\x06 \x03(\tR\fcapabilities\"\x90\x01\n" +
 	"\bFileMeta\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12\x12\n" +
@@ -1300,10 +1451,15 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\rR\x04mode\x120\n" +
 	"\x04kind\x18\x05 \x01(\x0e2\x1c.gatehouse.agent.v1.FileKindR\x04kind\">\n" +
 	"\bManifest\x122\n" +
-	"\x05files\x18\x01 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\x05files\"e\n" +
+	"\x05files\x18\x01 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\x05files\"\xda\x01\n" +
 	"\x0fConfigAvailable\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x128\n" +
-	"\bmanifest\x18\x02 \x01(\v2\x1c.gatehouse.agent.v1.ManifestR\bmanifest\"5\n" +
+	"\bmanifest\x18\x02 \x01(\v2\x1c.gatehouse.agent.v1.ManifestR\bmanifest\x12!\n" +
+	"\fbase_version\x18\x03 \x01(\tR\vbaseVersion\x126\n" +
+	"\achanged\x18\x04 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\achanged\x12\x18\n" +
+	"\aremoved\x18\x05 \x03(\tR\aremoved\"+\n" +
+	"\x0fManifestRequest\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\"5\n" +
 	"\tFileError\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\xb7\x01\n" +
@@ -1313,13 +1469,15 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12>\n" +
 	"\vfile_errors\x18\x04 \x03(\v2\x1d.gatehouse.agent.v1.FileErrorR\n" +
 	"fileErrors\"\v\n" +
-	"\tKeepalive\"C\n" +
+	"\tKeepalive\"Y\n" +
 	"\x0fDownloadRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
-	"\x06sha256\x18\x02 \x03(\tR\x06sha256\"\x86\x01\n" +
+	"\x06sha256\x18\x02 \x03(\tR\x06sha256\x12\x14\n" +
+	"\x05files\x18\x03 \x01(\fR\x05files\"\xa2\x01\n" +
 	"\tDataChunk\x12<\n" +
 	"\x06header\x18\x01 \x01(\v2\".gatehouse.agent.v1.DownloadHeaderH\x00R\x06header\x122\n" +
-	"\x04data\x18\x02 \x01(\v2\x1c.gatehouse.agent.v1.FileDataH\x00R\x04dataB\a\n" +
+	"\x04data\x18\x02 \x01(\v2\x1c.gatehouse.agent.v1.FileDataH\x00R\x04data\x12\x1a\n" +
+	"\acontent\x18\x03 \x01(\fH\x00R\acontentB\a\n" +
 	"\x05chunk\"\x8d\x01\n" +
 	"\x0eDownloadHeader\x12\x1d\n" +
 	"\n" +
@@ -1361,7 +1519,7 @@ func file_agent_api_v1_commander_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_api_v1_commander_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agent_api_v1_commander_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_agent_api_v1_commander_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_agent_api_v1_commander_proto_goTypes = []any{
 	(FileKind)(0),                 // 0: gatehouse.agent.v1.FileKind
 	(ConfigState)(0),              // 1: gatehouse.agent.v1.ConfigState
@@ -1374,43 +1532,46 @@ var file_agent_api_v1_commander_proto_goTypes = []any{
 	(*FileMeta)(nil),              // 8: gatehouse.agent.v1.FileMeta
 	(*Manifest)(nil),              // 9: gatehouse.agent.v1.Manifest
 	(*ConfigAvailable)(nil),       // 10: gatehouse.agent.v1.ConfigAvailable
-	(*FileError)(nil),             // 11: gatehouse.agent.v1.FileError
-	(*ConfigStatus)(nil),          // 12: gatehouse.agent.v1.ConfigStatus
-	(*Keepalive)(nil),             // 13: gatehouse.agent.v1.Keepalive
-	(*DownloadRequest)(nil),       // 14: gatehouse.agent.v1.DownloadRequest
-	(*DataChunk)(nil),             // 15: gatehouse.agent.v1.DataChunk
-	(*DownloadHeader)(nil),        // 16: gatehouse.agent.v1.DownloadHeader
-	(*FileData)(nil),              // 17: gatehouse.agent.v1.FileData
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*ManifestRequest)(nil),       // 11: gatehouse.agent.v1.ManifestRequest
+	(*FileError)(nil),             // 12: gatehouse.agent.v1.FileError
+	(*ConfigStatus)(nil),          // 13: gatehouse.agent.v1.ConfigStatus
+	(*Keepalive)(nil),             // 14: gatehouse.agent.v1.Keepalive
+	(*DownloadRequest)(nil),       // 15: gatehouse.agent.v1.DownloadRequest
+	(*DataChunk)(nil),             // 16: gatehouse.agent.v1.DataChunk
+	(*DownloadHeader)(nil),        // 17: gatehouse.agent.v1.DownloadHeader
+	(*FileData)(nil),              // 18: gatehouse.agent.v1.FileData
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 }
 var file_agent_api_v1_commander_proto_depIdxs = []int32{
-	18, // 0: gatehouse.agent.v1.Metadata.timestamp:type_name -> google.protobuf.Timestamp
+	19, // 0: gatehouse.agent.v1.Metadata.timestamp:type_name -> google.protobuf.Timestamp
 	2,  // 1: gatehouse.agent.v1.Command.metadata:type_name -> gatehouse.agent.v1.Metadata
 	5,  // 2: gatehouse.agent.v1.Command.connect_request:type_name -> gatehouse.agent.v1.AgentConnectRequest
 	6,  // 3: gatehouse.agent.v1.Command.connect_response:type_name -> gatehouse.agent.v1.AgentConnectResponse
 	10, // 4: gatehouse.agent.v1.Command.config_available:type_name -> gatehouse.agent.v1.ConfigAvailable
-	12, // 5: gatehouse.agent.v1.Command.config_status:type_name -> gatehouse.agent.v1.ConfigStatus
-	13, // 6: gatehouse.agent.v1.Command.keepalive:type_name -> gatehouse.agent.v1.Keepalive
-	4,  // 7: gatehouse.agent.v1.AgentConnectRequest.pod:type_name -> gatehouse.agent.v1.PodRef
-	7,  // 8: gatehouse.agent.v1.AgentConnectResponse.settings:type_name -> gatehouse.agent.v1.RuntimeSettings
-	19, // 9: gatehouse.agent.v1.RuntimeSettings.keepalive_interval:type_name -> google.protobuf.Duration
-	0,  // 10: gatehouse.agent.v1.FileMeta.kind:type_name -> gatehouse.agent.v1.FileKind
-	8,  // 11: gatehouse.agent.v1.Manifest.files:type_name -> gatehouse.agent.v1.FileMeta
-	9,  // 12: gatehouse.agent.v1.ConfigAvailable.manifest:type_name -> gatehouse.agent.v1.Manifest
-	1,  // 13: gatehouse.agent.v1.ConfigStatus.state:type_name -> gatehouse.agent.v1.ConfigState
-	11, // 14: gatehouse.agent.v1.ConfigStatus.file_errors:type_name -> gatehouse.agent.v1.FileError
-	16, // 15: gatehouse.agent.v1.DataChunk.header:type_name -> gatehouse.agent.v1.DownloadHeader
-	17, // 16: gatehouse.agent.v1.DataChunk.data:type_name -> gatehouse.agent.v1.FileData
-	3,  // 17: gatehouse.agent.v1.Commander.CommandChannel:input_type -> gatehouse.agent.v1.Command
-	14, // 18: gatehouse.agent.v1.Commander.Download:input_type -> gatehouse.agent.v1.DownloadRequest
-	3,  // 19: gatehouse.agent.v1.Commander.CommandChannel:output_type -> gatehouse.agent.v1.Command
-	15, // 20: gatehouse.agent.v1.Commander.Download:output_type -> gatehouse.agent.v1.DataChunk
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 5: gatehouse.agent.v1.Command.config_status:type_name -> gatehouse.agent.v1.ConfigStatus
+	14, // 6: gatehouse.agent.v1.Command.keepalive:type_name -> gatehouse.agent.v1.Keepalive
+	11, // 7: gatehouse.agent.v1.Command.manifest_request:type_name -> gatehouse.agent.v1.ManifestRequest
+	4,  // 8: gatehouse.agent.v1.AgentConnectRequest.pod:type_name -> gatehouse.agent.v1.PodRef
+	7,  // 9: gatehouse.agent.v1.AgentConnectResponse.settings:type_name -> gatehouse.agent.v1.RuntimeSettings
+	20, // 10: gatehouse.agent.v1.RuntimeSettings.keepalive_interval:type_name -> google.protobuf.Duration
+	0,  // 11: gatehouse.agent.v1.FileMeta.kind:type_name -> gatehouse.agent.v1.FileKind
+	8,  // 12: gatehouse.agent.v1.Manifest.files:type_name -> gatehouse.agent.v1.FileMeta
+	9,  // 13: gatehouse.agent.v1.ConfigAvailable.manifest:type_name -> gatehouse.agent.v1.Manifest
+	8,  // 14: gatehouse.agent.v1.ConfigAvailable.changed:type_name -> gatehouse.agent.v1.FileMeta
+	1,  // 15: gatehouse.agent.v1.ConfigStatus.state:type_name -> gatehouse.agent.v1.ConfigState
+	12, // 16: gatehouse.agent.v1.ConfigStatus.file_errors:type_name -> gatehouse.agent.v1.FileError
+	17, // 17: gatehouse.agent.v1.DataChunk.header:type_name -> gatehouse.agent.v1.DownloadHeader
+	18, // 18: gatehouse.agent.v1.DataChunk.data:type_name -> gatehouse.agent.v1.FileData
+	3,  // 19: gatehouse.agent.v1.Commander.CommandChannel:input_type -> gatehouse.agent.v1.Command
+	15, // 20: gatehouse.agent.v1.Commander.Download:input_type -> gatehouse.agent.v1.DownloadRequest
+	3,  // 21: gatehouse.agent.v1.Commander.CommandChannel:output_type -> gatehouse.agent.v1.Command
+	16, // 22: gatehouse.agent.v1.Commander.Download:output_type -> gatehouse.agent.v1.DataChunk
+	21, // [21:23] is the sub-list for method output_type
+	19, // [19:21] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_agent_api_v1_commander_proto_init() }
@@ -1424,10 +1585,12 @@ func file_agent_api_v1_commander_proto_init() {
 		(*Command_ConfigAvailable)(nil),
 		(*Command_ConfigStatus)(nil),
 		(*Command_Keepalive)(nil),
+		(*Command_ManifestRequest)(nil),
 	}
-	file_agent_api_v1_commander_proto_msgTypes[13].OneofWrappers = []any{
+	file_agent_api_v1_commander_proto_msgTypes[14].OneofWrappers = []any{
 		(*DataChunk_Header)(nil),
 		(*DataChunk_Data)(nil),
+		(*DataChunk_Content)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1435,7 +1598,7 @@ func file_agent_api_v1_commander_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_api_v1_commander_proto_rawDesc), len(file_agent_api_v1_commander_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,7 +43,7 @@ type CommanderClient interface {
 	// and, if accepted, a ConfigAvailable for the current version.
 	CommandChannel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Command, Command], error)
 	// Download streams the content of the files the agent lacks: one
-	// DownloadHeader, then FileData chunks in the order of the header's files.
+	// DownloadHeader, then the content, as DataChunk describes.
 	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DataChunk], error)
 }
 
@@ -96,7 +96,7 @@ type CommanderServer interface {
 	// and, if accepted, a ConfigAvailable for the current version.
 	CommandChannel(grpc.BidiStreamingServer[Command, Command]) error
 	// Download streams the content of the files the agent lacks: one
-	// DownloadHeader, then FileData chunks in the order of the header's files.
+	// DownloadHeader, then the content, as DataChunk describes.
 	Download(*DownloadRequest, grpc.ServerStreamingServer[DataChunk]) error
 	mustEmbedUnimplementedCommanderServer()
 }

@@ -1,0 +1,16 @@
+package agentv1
+
+// Capabilities an agent lists in AgentConnectRequest.capabilities. The
+// server uses a feature only with agents that name it, so agents and
+// servers of different releases keep talking during a rolling upgrade.
+const (
+	// CapabilityConfirm: the agent acks a version only once its proxy
+	// serves it.
+	CapabilityConfirm = "confirm"
+	// CapabilityDelta: the agent takes delta announcements (base_version,
+	// changed, removed) and sends ManifestRequest when it lacks the base.
+	CapabilityDelta = "delta"
+	// CapabilityPacked: the agent downloads by manifest bitmap and takes the
+	// content packed into DataChunk.content.
+	CapabilityPacked = "packed"
+)
