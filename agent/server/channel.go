@@ -120,6 +120,8 @@ func (s *Server) receive(stream grpc.BidiStreamingServer[agentv1.Command, agentv
 		switch p := cmd.GetPayload().(type) {
 		case *agentv1.Command_ConfigStatus:
 			s.recordStatus(c, cmd.GetMetadata().GetCorrelationId(), p.ConfigStatus)
+		case *agentv1.Command_ManifestRequest:
+			s.requestFull(c, p.ManifestRequest.GetVersion())
 		case *agentv1.Command_Keepalive:
 		default:
 			s.log.Warn("agent sent an unexpected message; ignored", "agent", c.rec.id, "type", fmt.Sprintf("%T", p))
@@ -136,16 +138,20 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 	for {
 		select {
 		case <-c.wake:
-			snap, msgID := s.takePending(c)
+			snap, base, msgID := s.takePending(c)
 			if snap == nil {
 				continue
 			}
+			ca, delta := snap.announcement(base)
 			cmd := &agentv1.Command{Metadata: s.metadata(msgID, "", c.rec.id)}
-			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}
+			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: ca}
 			if err := stream.Send(cmd); err != nil {
 				return err
 			}
 			s.metrics.announcements.Inc()
+			if delta {
+				s.metrics.deltaAnnouncements.Inc()
+			}
 		case <-idle.C:
 			ka := s.envelope(c.rec.id, "")
 			ka.Payload = &agentv1.Command_Keepalive{Keepalive: &agentv1.Keepalive{}}

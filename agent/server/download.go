@@ -14,7 +14,9 @@ import (
 // Download implements agentv1.CommanderServer: it streams the content of
 // the requested files of the current or the previous version (so an agent
 // mid-download when a version is published can finish). The stream is a
-// header, then each file's chunks in request order.
+// header, then each file's chunks in request order (a request by sha256),
+// or the selected files' content packed into shared chunks (a request by
+// bitmap; see packed.go).
 func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStreamingServer[agentv1.DataChunk]) (err error) {
 	defer func() { s.metrics.downloads.WithLabelValues(status.Code(err).String()).Inc() }()
 	if identityFrom(stream.Context()) == nil {
@@ -23,6 +25,12 @@ func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStream
 	snap := s.snapshot(req.GetVersion())
 	if snap == nil {
 		return status.Errorf(codes.NotFound, "version %q superseded; wait for the next announcement", truncate(req.GetVersion(), 80))
+	}
+	if len(req.GetFiles()) > 0 {
+		if len(req.GetSha256()) > 0 {
+			return status.Error(codes.InvalidArgument, "name the files by sha256 or by bitmap, not both")
+		}
+		return s.downloadPacked(snap, req.GetFiles(), stream)
 	}
 	hashes := req.GetSha256()
 	if len(hashes) > len(snap.files) {
@@ -33,15 +41,17 @@ func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStream
 	sum := sha256.New()
 	var total uint64
 	for i, h := range hashes {
-		if !isSHA256Hex(h) {
-			return status.Errorf(codes.InvalidArgument, "%q is not a lower-case hex SHA-256", truncate(h, 80))
-		}
 		if seen[h] {
 			return status.Errorf(codes.InvalidArgument, "sha256 %s asked for twice", h)
 		}
 		seen[h] = true
+		// Look up first: every key of byHash is a valid hash, so only a
+		// miss needs the format check, for the error message.
 		b, ok := snap.content(h)
 		if !ok {
+			if !isSHA256Hex(h) {
+				return status.Errorf(codes.InvalidArgument, "%q is not a lower-case hex SHA-256", truncate(h, 80))
+			}
 			return status.Errorf(codes.NotFound, "version %s has no file with sha256 %s", snap.version, h)
 		}
 		contents[i] = b

@@ -8,12 +8,15 @@ import (
 // the registry when scraped, so they can never drift from it.
 type metrics struct {
 	announcements prometheus.Counter
-	acks          prometheus.Counter
-	nacks         prometheus.Counter
-	authFailures  *prometheus.CounterVec
-	downloadBytes prometheus.Counter
-	downloads     *prometheus.CounterVec
-	ackLatency    prometheus.Histogram
+	// deltaAnnouncements counts the announcements sent as a delta.
+	deltaAnnouncements prometheus.Counter
+	manifestRequests   prometheus.Counter
+	acks               prometheus.Counter
+	nacks              prometheus.Counter
+	authFailures       *prometheus.CounterVec
+	downloadBytes      prometheus.Counter
+	downloads          *prometheus.CounterVec
+	ackLatency         prometheus.Histogram
 
 	connectedDesc *prometheus.Desc
 	stateDesc     *prometheus.Desc
@@ -28,6 +31,14 @@ func newMetrics(s *Server) *metrics {
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agentserver_announcements_total",
 			Help: "ConfigAvailable messages sent to agents.",
+		}),
+		deltaAnnouncements: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_delta_announcements_total",
+			Help: "ConfigAvailable messages sent as a delta from the version the agent serves (included in announcements_total).",
+		}),
+		manifestRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_manifest_requests_total",
+			Help: "ManifestRequests received: agents that lacked the base of a delta announcement and asked for the full manifest.",
 		}),
 		acks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agentserver_acks_total",
@@ -71,7 +82,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{m.announcements, m.acks, m.nacks, m.authFailures, m.downloadBytes, m.downloads, m.ackLatency, m} {
+	for _, c := range []prometheus.Collector{m.announcements, m.deltaAnnouncements, m.manifestRequests, m.acks, m.nacks, m.authFailures, m.downloadBytes, m.downloads, m.ackLatency, m} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -118,6 +118,11 @@ type agentConn struct {
 	// pending is the newest announcement not yet sent; guarded by
 	// Server.mu. Setting it again replaces it: that is the coalescing.
 	pending *Snapshot
+	// delta says the agent takes delta announcements (set at connect);
+	// needFull, guarded by Server.mu, that it asked for the next one in
+	// full because it lacked the base of a delta.
+	delta    bool
+	needFull bool
 	// sent maps the message ids of announcements awaiting a final status
 	// to what they announced; guarded by Server.mu.
 	sent map[string]sentAnnouncement
@@ -231,6 +236,7 @@ func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.
 		recvErr: make(chan error, 1),
 		sent:    map[string]sentAnnouncement{},
 	}
+	c.delta = slices.Contains(req.GetCapabilities(), agentv1.CapabilityDelta)
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	if !id.Expiry.IsZero() {
 		// Re-authenticate when the token expires: the agent reconnects
@@ -297,18 +303,25 @@ func (s *Server) prune(now time.Time) {
 	}
 }
 
-// takePending empties c's slot and records what is about to be sent.
-func (s *Server) takePending(c *agentConn) (*Snapshot, string) {
+// takePending empties c's slot and records what is about to be sent. base
+// is the version to announce it as a delta from, or nil for the full
+// manifest: the version the agent serves, if it takes deltas and the server
+// still holds that version.
+func (s *Server) takePending(c *agentConn) (snap, base *Snapshot, msgID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := c.pending
+	snap = c.pending
 	c.pending = nil
 	if snap == nil {
-		return nil, ""
+		return nil, nil, ""
 	}
 	if _, rejected := s.rejected[rejection{c.rec.id, snap.version}]; rejected {
-		return nil, ""
+		return nil, nil, ""
 	}
+	if c.delta && !c.needFull {
+		base = s.heldLocked(c.rec.versionServed)
+	}
+	c.needFull = false
 	id := s.nextMessageID()
 	now := s.now()
 	if len(c.sent) >= maxAwaited {
@@ -324,7 +337,24 @@ func (s *Server) takePending(c *agentConn) (*Snapshot, string) {
 	if c.rec.conn == c {
 		c.rec.announced, c.rec.announcedAt = snap.version, now
 	}
-	return snap, id
+	return snap, base, id
+}
+
+// requestFull answers a ManifestRequest: the agent could not apply a delta
+// announcement of version (it lacks the base), so the current version is
+// queued again, to go out with the full manifest. A request for any other
+// version is stale: the agent has the current one coming already.
+func (s *Server) requestFull(c *agentConn, version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.metrics.manifestRequests.Inc()
+	if c.rec.conn != c || s.current == nil || s.current.version != version {
+		s.log.Debug("stale manifest request ignored", "agent", c.rec.id, "version", truncate(version, 80))
+		return
+	}
+	s.log.Info("agent lacks the base of a delta; announcing the version again in full", "agent", c.rec.id, "version", version)
+	c.needFull = true
+	c.offer(s.current)
 }
 
 // recordStatus applies an agent's ConfigStatus to the registry.

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
@@ -34,6 +33,15 @@ type Snapshot struct {
 	manifestWire []byte
 	byHash       map[string][]byte
 	totalBytes   uint64
+
+	// deltas are the encoded delta announcements from earlier versions to
+	// this one, built on first use and shared by every agent; see delta.go.
+	deltaMu sync.Mutex
+	deltas  map[string]*deltaWire
+	// whole is every file's content in manifest order, for cold starts;
+	// see download.go.
+	wholeOnce sync.Once
+	whole     *wholeVersion
 }
 
 // Default file modes by kind when a FileMeta has none.
@@ -97,7 +105,7 @@ func NewSnapshot(files []File) (*Snapshot, error) {
 	for i, f := range s.files {
 		s.manifest.Files[i] = f.Meta
 	}
-	s.version = manifestVersion(s.manifest)
+	s.version = agentv1.ManifestVersion(s.manifest.Files)
 	wire, err := encodeManifestField(s.manifest)
 	if err != nil {
 		return nil, err
@@ -121,29 +129,6 @@ func encodeManifestField(m *agentv1.Manifest) ([]byte, error) {
 	const manifestField = 2 // ConfigAvailable.manifest in commander.proto
 	b := protowire.AppendTag(make([]byte, 0, len(body)+12), manifestField, protowire.BytesType)
 	return protowire.AppendBytes(b, body), nil
-}
-
-// announcement builds the ConfigAvailable for this version, with the
-// manifest attached pre-encoded (see encodeManifestField).
-func (s *Snapshot) announcement() *agentv1.ConfigAvailable {
-	ca := &agentv1.ConfigAvailable{Version: s.version}
-	ca.ProtoReflect().SetUnknown(protoreflect.RawFields(s.manifestWire))
-	return ca
-}
-
-// manifestVersion hashes a canonical text form of the manifest: one line per
-// file, in path order, with every field. Paths cannot contain newlines or
-// NULs (checkPath), so the encoding is unambiguous.
-func manifestVersion(m *agentv1.Manifest) string {
-	h := sha256.New()
-	h.Write([]byte("gatehouse-snapshot-v1\n"))
-	for _, f := range m.Files {
-		h.Write([]byte(f.Path + "\x00" + f.Sha256 + "\x00" +
-			strconv.FormatUint(f.Size, 10) + "\x00" +
-			strconv.FormatUint(uint64(f.Mode), 8) + "\x00" +
-			f.Kind.String() + "\n"))
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // checkPath accepts relative, clean, slash-separated paths that stay inside

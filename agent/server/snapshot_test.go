@@ -214,7 +214,7 @@ func TestAnnouncementCarriesTheManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := &agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}}
+	cmd := &agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: fullAnnouncement(snap)}}
 	wire, err := proto.Marshal(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,12 @@ func BenchmarkAnnouncement(b *testing.B) {
 	})
 	b.Run("pre-encoded", func(b *testing.B) {
 		for b.Loop() {
-			_, _ = proto.Marshal(&agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: snap.announcement()}})
+			_, _ = proto.Marshal(&agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: fullAnnouncement(snap)}})
 		}
 	})
+}
+
+func fullAnnouncement(snap *Snapshot) *agentv1.ConfigAvailable {
+	ca, _ := snap.announcement(nil)
+	return ca
 }
