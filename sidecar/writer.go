@@ -15,14 +15,14 @@ import (
 
 // Writer installs snapshots into the shared volume. It is the agent's half of the
 // contract and must be the only writer of its root. Its methods are safe for concurrent
-// use; in particular content funcs given to Write may call Current and ReadCurrent.
+// use; in particular content funcs given to Write may call Current and Manifest.
 type Writer struct {
 	root   string
 	limits Limits
 	log    *slog.Logger
 
-	// writeMu serialises Write. It is held while content funcs run, so Current and
-	// ReadCurrent, which those funcs call, take only cacheMu.
+	// writeMu serialises Stages (and so Write). It is held while content is
+	// downloaded, so Current and Manifest take only cacheMu.
 	writeMu sync.Mutex
 
 	cacheMu sync.Mutex
@@ -30,11 +30,20 @@ type Writer struct {
 }
 
 // currentIndex is the manifest of the current version with its files indexed by hash,
-// so that ReadCurrent, called once per file by the agent, does not re-read
-// manifest.json every time.
+// so that staging the next version finds what it can link without reading
+// manifest.json, let alone the files.
 type currentIndex struct {
 	manifest *Manifest
-	bySHA    map[string][]FileMeta
+	bySHA    map[string]int // the first file with that content
+}
+
+// file returns the first file of the current version with this content.
+func (idx *currentIndex) file(sha256hex string) (FileMeta, bool) {
+	i, ok := idx.bySHA[sha256hex]
+	if !ok {
+		return FileMeta{}, false
+	}
+	return idx.manifest.Files[i], true
 }
 
 // NewWriter prepares root for snapshots: it creates root/versions (0755) and removes
@@ -55,7 +64,7 @@ func NewWriter(root string, l Limits, logger *slog.Logger) (*Writer, error) {
 }
 
 // Current returns the manifest current points at, or nil (and nil error) when there is
-// none. The manifest is validated but the files are not read; see ReadCurrent.
+// none. The manifest is validated but the files are not read.
 func (w *Writer) Current() (*Manifest, error) {
 	idx, err := w.current()
 	if err != nil || idx == nil {
@@ -94,53 +103,48 @@ func (w *Writer) current() (*currentIndex, error) {
 }
 
 func newIndex(m *Manifest) *currentIndex {
-	idx := &currentIndex{manifest: m, bySHA: make(map[string][]FileMeta, len(m.Files))}
-	for _, f := range m.Files {
-		idx.bySHA[f.SHA256] = append(idx.bySHA[f.SHA256], f)
+	idx := &currentIndex{manifest: m, bySHA: make(map[string]int, len(m.Files))}
+	for i, f := range m.Files {
+		if _, ok := idx.bySHA[f.SHA256]; !ok {
+			idx.bySHA[f.SHA256] = i
+		}
 	}
 	return idx
 }
 
-// ReadCurrent returns the content of a file with this sha256 in the current version,
-// verified against the hash; ok is false when there is none or it is damaged, so the
-// agent downloads it instead.
-func (w *Writer) ReadCurrent(sha256hex string) (content []byte, ok bool) {
-	if !validSHA256(sha256hex) {
-		return nil, false
+// Manifest returns the manifest of a version still on the volume (in practice the
+// current one or the one kept before it), validated; the files are not read. An error
+// wrapping fs.ErrNotExist means the version is not there. The agent applies delta
+// announcements to it.
+func (w *Writer) Manifest(version string) (*Manifest, error) {
+	if err := ValidateVersion(version); err != nil {
+		return nil, fmt.Errorf("snapshot manifest: %w", err)
 	}
-	idx, err := w.current()
-	if err != nil {
-		w.log.Warn("cannot reuse content from the current snapshot", "sha256", sha256hex, "error", err)
-		return nil, false
+	w.cacheMu.Lock()
+	if w.cache != nil && w.cache.manifest.Version == version {
+		m := *w.cache.manifest
+		m.Files = slices.Clone(w.cache.manifest.Files)
+		w.cacheMu.Unlock()
+		return &m, nil
 	}
-	if idx == nil || len(idx.bySHA[sha256hex]) == 0 {
-		return nil, false
-	}
-	version := idx.manifest.Version
+	w.cacheMu.Unlock()
 	r, err := openVersion(w.root, version)
 	if err != nil {
-		w.log.Warn("cannot reuse content from the current snapshot", "version", version, "error", err)
-		return nil, false
+		return nil, fmt.Errorf("snapshot manifest %s: %w", version, err)
 	}
 	defer func() { _ = r.Close() }()
-	for _, f := range idx.bySHA[sha256hex] {
-		b, err := readVerified(r, f)
-		if err == nil {
-			return b, true
-		}
-		// Damage on disk is worth a line: it means something besides us writes here.
-		w.log.Warn("current snapshot file is damaged; it will be downloaded again",
-			"version", version, "path", f.Path, "error", err)
+	m, err := readManifest(r, version, w.limits)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot manifest %s: %s: %w", version, ManifestFile, err)
 	}
-	return nil, false
+	return m, nil
 }
 
-// Write installs m as the current snapshot. It validates m, asks content for the bytes
-// of each file by sha256 (downloaded or reused by the agent), verifies their size and
-// hash, builds root/versions/<version>.tmp-<random>/ with every file and directory
-// fsync'ed and manifest.json last, renames it to versions/<version>, swaps current with
-// rename(2) of a fresh symlink, fsyncs root, then keeps the previous version and removes
-// older ones and stale temporary entries.
+// Write installs m as the current snapshot, asking content for the bytes of every file
+// the current version does not hold (by sha256): a Stage, begun, filled and committed.
+// The version directory is built under a temporary name with every file and directory
+// fsync'ed and manifest.json last, renamed to versions/<version>, and current swapped
+// with rename(2) of a fresh symlink; the previous version is kept, older ones removed.
 //
 // Writing the version that is already current, intact and with the same manifest, is a
 // no-op (content is not called); if it is damaged on disk it is written again; with a
@@ -148,72 +152,36 @@ func (w *Writer) ReadCurrent(sha256hex string) (content []byte, ok bool) {
 // to a version still on disk (the previous one) reuses it after verifying it. Any error
 // leaves current untouched and removes the partial directory.
 func (w *Writer) Write(m *Manifest, content func(sha256hex string) ([]byte, error)) error {
-	if m == nil {
-		return errors.New("write snapshot: manifest is missing")
-	}
-	if content == nil {
+	if m != nil && content == nil {
 		return fmt.Errorf("write snapshot %s: no content func", m.Version)
 	}
-	if err := m.Validate(w.limits); err != nil {
-		return fmt.Errorf("write snapshot %s: %w", m.Version, err)
+	st, err := w.Begin(m)
+	if err != nil {
+		return err
 	}
-	want := m.normalized()
-	version := want.Version
-	log := w.log.With("version", version)
-
-	w.writeMu.Lock()
-	defer w.writeMu.Unlock()
-
-	prev, err := resolveCurrent(w.root)
-	switch {
-	case errors.Is(err, ErrNoSnapshot):
-		prev = ""
-	case err != nil:
-		// A broken link must not wedge the agent forever: replacing it is the repair.
-		log.Warn("current link is unusable; replacing it", "error", err)
-		prev = ""
-	}
-
-	state := w.inspect(want)
-	switch {
-	case prev == version && state == diskIntact:
-		log.Debug("snapshot already current; nothing to write")
-		return nil
-	case prev == version && state == diskDiffers:
-		// The reader knows versions by name: it would never deliver new content under
-		// the name it already serves. Version names must identify content.
-		return fmt.Errorf("write snapshot %s: this version is current with a different manifest; a version name must not be reused for other content", version)
-	case state == diskIntact:
-		log.Info("snapshot already on disk and intact; reusing it")
-	default:
-		if state == diskDamaged && prev == version {
-			log.Warn("current snapshot is damaged on disk; writing it again")
-		}
-		tmp, err := w.build(want, content)
+	defer st.Abort()
+	for _, i := range st.Missing() {
+		f := st.Manifest().Files[i]
+		b, err := content(f.SHA256)
 		if err != nil {
-			return fmt.Errorf("write snapshot %s: %w", version, err)
+			return fmt.Errorf("write snapshot %s: %s: content %s: %w", m.Version, f.Path, f.SHA256, err)
 		}
-		if err := w.install(tmp, version); err != nil {
-			_ = os.RemoveAll(tmp)
-			return fmt.Errorf("write snapshot %s: %w", version, err)
+		if err := verify(f, b); err != nil {
+			return fmt.Errorf("write snapshot %s: %s: %w", m.Version, f.Path, err)
+		}
+		fw, err := st.Create(i)
+		if err != nil {
+			return fmt.Errorf("write snapshot %s: %w", m.Version, err)
+		}
+		_, err = fw.Write(b)
+		if ferr := fw.Finish(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return fmt.Errorf("write snapshot %s: %w", m.Version, err)
 		}
 	}
-	if prev != version {
-		if err := w.swap(version); err != nil {
-			return fmt.Errorf("write snapshot %s: %w", version, err)
-		}
-	}
-	w.cacheMu.Lock()
-	w.cache = newIndex(want)
-	w.cacheMu.Unlock()
-	log.Info("snapshot installed", "previous", prev, "files", len(want.Files))
-
-	keep := []string{version}
-	if prev != "" {
-		keep = append(keep, prev)
-	}
-	w.collect(keep, true)
-	return nil
+	return st.Commit()
 }
 
 // diskState is what inspect found under versions/<version>.
@@ -241,74 +209,6 @@ func (w *Writer) inspect(want *Manifest) diskState {
 		return diskDiffers
 	}
 	return diskIntact
-}
-
-// build writes want into a new temporary directory and returns its path. On error the
-// directory is removed.
-func (w *Writer) build(want *Manifest, content func(string) ([]byte, error)) (_ string, err error) {
-	tmp, err := os.MkdirTemp(versionsDir(w.root), want.Version+tempInfix)
-	if err != nil {
-		return "", fmt.Errorf("create temporary directory: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			if rmErr := os.RemoveAll(tmp); rmErr != nil {
-				w.log.Warn("cannot remove partial snapshot", "dir", tmp, "error", rmErr)
-			}
-		}
-	}()
-	r, err := os.OpenRoot(tmp)
-	if err != nil {
-		return "", fmt.Errorf("open temporary directory: %w", err)
-	}
-	defer func() { _ = r.Close() }()
-
-	secrets := want.hasSecrets()
-	dmode := dirMode(secrets)
-	made := map[string]bool{".": true}
-	for _, f := range want.Files {
-		b, err := content(f.SHA256)
-		if err != nil {
-			return "", fmt.Errorf("%s: content %s: %w", f.Path, f.SHA256, err)
-		}
-		if err := verify(f, b); err != nil {
-			return "", fmt.Errorf("%s: %w", f.Path, err)
-		}
-		if err := mkdirs(r, path.Dir(f.Path), dmode, made); err != nil {
-			return "", err
-		}
-		if err := writeFile(r, f.Path, b, fileMode(f)); err != nil {
-			return "", fmt.Errorf("%s: %w", f.Path, err)
-		}
-	}
-	// Directory entries are durable only once the directory itself is synced; deepest
-	// first, so that each parent is synced after its children exist for good.
-	dirs := make([]string, 0, len(made))
-	for d := range made {
-		if d != "." {
-			dirs = append(dirs, d)
-		}
-	}
-	slices.SortFunc(dirs, func(a, b string) int {
-		return strings.Count(b, "/") - strings.Count(a, "/")
-	})
-	for _, d := range dirs {
-		if err := syncDir(r, d, dmode); err != nil {
-			return "", fmt.Errorf("%s: %w", d, err)
-		}
-	}
-	// The manifest last: a directory with a manifest is a directory that is complete.
-	data, err := encodeManifest(want)
-	if err != nil {
-		return "", err
-	}
-	if err := writeFile(r, ManifestFile, data, manifestMode(secrets)); err != nil {
-		return "", fmt.Errorf("%s: %w", ManifestFile, err)
-	}
-	if err := syncDir(r, ".", dmode); err != nil {
-		return "", fmt.Errorf("version directory: %w", err)
-	}
-	return tmp, nil
 }
 
 // mkdirs creates dir and its missing parents inside r with mode, recording them in made.

@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"time"
 
@@ -22,7 +19,20 @@ import (
 func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement) {
 	version := an.config.GetVersion()
 	log := a.o.Logger.With("version", version)
-	m, fileErrs, err := toManifest(an.config, a.o.Limits)
+	m, fileErrs, err := a.manifestOf(an.config)
+	if errors.Is(err, errNeedFull) {
+		// Not a verdict on the version: this agent cannot read the delta.
+		log.Info("asking for the full manifest", "reason", err)
+		if err := s.send(&agentv1.Command{Payload: &agentv1.Command_ManifestRequest{
+			ManifestRequest: &agentv1.ManifestRequest{Version: version},
+		}}, an.id); err != nil {
+			log.Warn("cannot ask for the full manifest", "error", err)
+		}
+		return
+	}
+	// The announcement can be large (1 MB at 10,000 files); it is not needed
+	// past this point, and the download that follows may take a while.
+	an.config = &agentv1.ConfigAvailable{Version: version}
 	if err != nil {
 		// A hostile or broken manifest: refuse it, never touch the disk.
 		log.Error("refusing announced snapshot", "error", err)
@@ -58,6 +68,10 @@ func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stre
 	_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_APPLIED, "", nil)
 }
 
+// errWrite marks a failure of the volume rather than of the download: it is
+// not retried.
+var errWrite = errors.New("shared volume")
+
 // fetchAndWrite downloads what the volume lacks and writes the version.
 // Integrity failures are retried with a fresh download (each failure is
 // reported); transport failures end the attempt and leave the previous
@@ -68,20 +82,11 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 	}
 	var lastErr error
 	for attempt := 1; attempt <= a.o.DownloadAttempts; attempt++ {
-		got, err := a.download(ctx, rpc, m)
+		err := a.install(ctx, rpc, s.serverPacked, m)
 		if err == nil {
-			err = a.o.Writer.Write(m, func(sum string) ([]byte, error) {
-				if b, ok := got[sum]; ok {
-					return b, nil
-				}
-				return nil, fmt.Errorf("content %s neither downloaded nor on the volume", sum)
-			})
-			if err == nil {
-				return nil
-			}
-			return err
+			return nil
 		}
-		if ctx.Err() != nil || isTransport(err) {
+		if ctx.Err() != nil || isTransport(err) || errors.Is(err, errWrite) {
 			return err
 		}
 		lastErr = err
@@ -99,6 +104,26 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 	return lastErr
 }
 
+// install stages m on the volume (unchanged files are linked from the
+// current version), streams the rest straight from the control plane into
+// it, and commits. Anything short of a commit leaves no trace.
+func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed bool, m *sidecar.Manifest) error {
+	st, err := a.o.Writer.Begin(m)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	defer st.Abort()
+	if missing := st.Missing(); len(missing) > 0 {
+		if err := a.download(ctx, rpc, packed, st, missing); err != nil {
+			return err
+		}
+	}
+	if err := st.Commit(); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
+}
+
 // isTransport tells a lost connection from bad data: only bad data is
 // worth reporting as a rejection.
 func isTransport(err error) bool {
@@ -111,151 +136,6 @@ func isTransport(err error) bool {
 		return true
 	}
 	return false
-}
-
-// download returns the content of every file of m by hash: what the
-// current version on the volume already holds (read and verified once, and
-// kept for the write) and, fetched from the control plane, the rest —
-// verified against the manifest and the stream's checksum.
-func (a *Agent) download(ctx context.Context, rpc agentv1.CommanderClient, m *sidecar.Manifest) (map[string][]byte, error) {
-	want := map[string]int64{}
-	var order []string
-	got := make(map[string][]byte, len(m.Files))
-	for _, f := range m.Files {
-		if _, seen := want[f.SHA256]; seen {
-			continue
-		}
-		if _, have := got[f.SHA256]; have {
-			continue
-		}
-		if b, ok := a.o.Writer.ReadCurrent(f.SHA256); ok {
-			got[f.SHA256] = b
-			continue
-		}
-		want[f.SHA256] = f.Size
-		order = append(order, f.SHA256)
-	}
-	if len(order) == 0 {
-		return got, nil
-	}
-	token, err := a.readToken()
-	if err != nil {
-		return nil, err
-	}
-	stream, err := rpc.Download(withToken(ctx, token), &agentv1.DownloadRequest{Version: m.Version, Sha256: order})
-	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", m.Version, err)
-	}
-	r := &chunkReader{want: want, order: order, got: got, total: sha256.New()}
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("download %s: %w", m.Version, err)
-		}
-		if err := r.add(chunk); err != nil {
-			return nil, fmt.Errorf("download %s: %w", m.Version, err)
-		}
-	}
-	if err := r.finish(); err != nil {
-		return nil, fmt.Errorf("download %s: %w", m.Version, err)
-	}
-	a.o.Metrics.downloaded(r.bytes)
-	return got, nil
-}
-
-// chunkReader reassembles a Download stream and refuses anything that
-// departs from what was asked: unknown files, wrong order, more bytes than
-// the manifest declared, bad hashes.
-type chunkReader struct {
-	want   map[string]int64
-	order  []string
-	got    map[string][]byte
-	header *agentv1.DownloadHeader
-	next   int // index in order of the file being received
-	buf    []byte
-	total  hashWriter
-	bytes  int64
-}
-
-type hashWriter interface {
-	io.Writer
-	Sum([]byte) []byte
-}
-
-func (r *chunkReader) add(c *agentv1.DataChunk) error {
-	switch p := c.GetChunk().(type) {
-	case *agentv1.DataChunk_Header:
-		if r.header != nil {
-			return errors.New("second header in stream")
-		}
-		h := p.Header
-		var total int64
-		for _, sz := range r.want {
-			total += sz
-		}
-		if int(h.GetFileCount()) != len(r.order) || h.GetTotalBytes() != uint64(total) {
-			return fmt.Errorf("header announces %d files / %d bytes, asked for %d / %d",
-				h.GetFileCount(), h.GetTotalBytes(), len(r.order), total)
-		}
-		r.header = h
-		return nil
-	case *agentv1.DataChunk_Data:
-		if r.header == nil {
-			return errors.New("data before header")
-		}
-		return r.data(p.Data)
-	default:
-		return errors.New("empty chunk")
-	}
-}
-
-func (r *chunkReader) data(d *agentv1.FileData) error {
-	if r.next >= len(r.order) {
-		return errors.New("more files than requested")
-	}
-	sum := r.order[r.next]
-	if d.GetSha256() != sum {
-		return fmt.Errorf("got content for %s, expected %s", d.GetSha256(), sum)
-	}
-	if d.GetOffset() != uint64(len(r.buf)) {
-		return fmt.Errorf("file %s: chunk at offset %d, expected %d", sum, d.GetOffset(), len(r.buf))
-	}
-	if int64(len(r.buf)+len(d.GetContent())) > r.want[sum] {
-		return fmt.Errorf("file %s: more bytes than the manifest's %d", sum, r.want[sum])
-	}
-	r.buf = append(r.buf, d.GetContent()...)
-	r.bytes += int64(len(d.GetContent()))
-	if !d.GetLast() {
-		return nil
-	}
-	if int64(len(r.buf)) != r.want[sum] {
-		return fmt.Errorf("file %s: %d bytes, manifest says %d", sum, len(r.buf), r.want[sum])
-	}
-	h := sha256.Sum256(r.buf)
-	if hex.EncodeToString(h[:]) != sum {
-		return fmt.Errorf("file %s: content hash mismatch (corrupted in transit)", sum)
-	}
-	r.got[sum] = r.buf
-	_, _ = r.total.Write([]byte(sum + "\n")) // the header's checksum is over the file hashes, in order
-	r.buf = nil
-	r.next++
-	return nil
-}
-
-func (r *chunkReader) finish() error {
-	if r.header == nil {
-		return errors.New("stream ended without a header")
-	}
-	if r.next != len(r.order) {
-		return fmt.Errorf("stream ended after %d of %d files", r.next, len(r.order))
-	}
-	if sum := hex.EncodeToString(r.total.Sum(nil)); sum != r.header.GetChecksum() {
-		return fmt.Errorf("stream checksum %s does not match header %s", sum, r.header.GetChecksum())
-	}
-	return nil
 }
 
 // toManifest converts and validates an announcement. Per-file problems are

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 	if !resp.GetAccepted() {
 		return fmt.Errorf("control plane refused this agent: %s", resp.GetReason())
 	}
+	s.serverPacked = slices.Contains(resp.GetSettings().GetCapabilities(), agentv1.CapabilityPacked)
 	a.o.Metrics.connected()
 	a.o.Logger.Info("connected to control plane", "address", a.o.Address, "serving", a.Serving())
 
@@ -111,10 +113,11 @@ func (a *Agent) work(ctx context.Context, rpc agentv1.CommanderClient, s *stream
 }
 
 func (a *Agent) capabilities() []string {
+	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked}
 	if a.confirm != nil {
-		return []string{"confirm"}
+		caps = append(caps, agentv1.CapabilityConfirm)
 	}
-	return nil
+	return caps
 }
 
 // stream_ serialises sends: gRPC allows one sender at a time per stream.
@@ -122,6 +125,8 @@ type stream_ struct {
 	mu      sync.Mutex
 	stream  agentv1.Commander_CommandChannelClient
 	agentID string
+	// serverPacked: the server takes downloads by bitmap (set at connect).
+	serverPacked bool
 }
 
 func (s *stream_) send(cmd *agentv1.Command, correlation string) error {

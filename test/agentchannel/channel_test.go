@@ -161,6 +161,10 @@ func (f *flippingStream) RecvMsg(m any) error {
 			d.Content[0] ^= 0x20
 			f.done = true
 		}
+		if b := chunk.GetContent(); len(b) > 0 { // a packed stream
+			b[0] ^= 0x20
+			f.done = true
+		}
 	}
 	return err
 }
