@@ -91,8 +91,8 @@ func TestControllerShipsUnderContinuousChange(t *testing.T) {
 	}
 	// MaxDelay is 300ms: changes every 10ms (under the 50ms quiet period)
 	// must still ship at least twice in 700ms.
-	expectPublish(t, pub, 0)
-	expectPublish(t, pub, 0)
+	expectPublish(t, pub, 100*time.Millisecond)
+	expectPublish(t, pub, 100*time.Millisecond)
 }
 
 func TestControllerWaitsForSync(t *testing.T) {

@@ -28,15 +28,43 @@ type policyBuild struct {
 type policyCompiler struct {
 	last     policyBuild
 	lastGood map[string][]byte
+	// The ConfigMaps the last assembly read, and what it gave: decoding
+	// the data documents on every build cost more than the rest of a
+	// one-Application change.
+	inputs   map[string]ConfigMap
+	assembly assembly
+}
+
+type assembly struct {
+	bundle   policies.Bundle
+	sources  []string
+	problems []Problem
+	ok       bool
+	// bundleDigest caches bundle.Digest(), which encodes the data.
+	bundleDigest string
 }
 
 // build returns the policy files for the snapshot and the problems found.
 func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []Problem) {
-	b, sources, problems, ok := assemblePolicy(st)
+	inputs := map[string]ConfigMap{}
+	for name, cm := range st.ConfigMaps {
+		if cm.Labels[LabelPolicy] == "true" {
+			inputs[name] = cm
+		}
+	}
+	if pc.inputs == nil || !maps.EqualFunc(inputs, pc.inputs, equalConfigMap) {
+		b, sources, problems, ok := assemblePolicy(st)
+		pc.assembly = assembly{bundle: b, sources: sources, problems: problems, ok: ok}
+		pc.inputs = maps.Clone(inputs)
+		for name, cm := range pc.inputs {
+			pc.inputs[name] = ConfigMap{Labels: maps.Clone(cm.Labels), Data: maps.Clone(cm.Data)}
+		}
+	}
+	b, sources, problems, ok := pc.assembly.bundle, pc.assembly.sources, slices.Clone(pc.assembly.problems), pc.assembly.ok
 	if !ok {
 		return pc.lastGood, problems
 	}
-	digest := b.Digest()
+	digest := pc.assembly.digest()
 	if digest != pc.last.digest {
 		pc.last = pc.check(ctx, b, sources, digest)
 	}
@@ -45,6 +73,14 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 		pc.lastGood = pc.last.files
 	}
 	return pc.lastGood, problems
+}
+
+// digest is the bundle's, computed once per assembly.
+func (a *assembly) digest() string {
+	if a.bundleDigest == "" {
+		a.bundleDigest = a.bundle.Digest()
+	}
+	return a.bundleDigest
 }
 
 func (pc *policyCompiler) check(ctx context.Context, b policies.Bundle, sources []string, digest string) policyBuild {

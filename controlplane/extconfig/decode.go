@@ -105,7 +105,7 @@ type rawRate struct {
 func yamlToJSON(text string) (json.RawMessage, error) {
 	j, err := yaml.YAMLToJSONStrict([]byte(text))
 	if err != nil {
-		return nil, fmt.Errorf("the YAML does not parse (%s): fix it; no extension of this key is served until then", cleanYAMLError(err))
+		return nil, fmt.Errorf("the YAML does not parse (%s): fix it", cleanYAMLError(err))
 	}
 	return j, nil
 }

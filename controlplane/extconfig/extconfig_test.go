@@ -328,7 +328,7 @@ extensions:
 				ConfigKey + ".ok": "services: [{url: http://ok}]",
 			},
 			want:     []snapshot.Extension{ext("ok", svc("http://ok"))},
-			problems: []want{{mainArgo, "", false, []string{"the YAML does not parse", "no extension of this key is served"}}},
+			problems: []want{{mainArgo, "", false, []string{"the YAML does not parse", "fix it"}}},
 		},
 		{
 			name:     "extension.config holding a bare list is the whole key's problem",

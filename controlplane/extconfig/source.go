@@ -104,7 +104,7 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 					locs[i] = d.location()
 				}
 				p.report("ConfigMap "+configMap, e.name, false, fmt.Errorf(
-					"defined %d times (%s): keep one definition; none is served until then",
+					"defined %d times (%s): keep one definition",
 					len(defs), strings.Join(locs, ", ")))
 			}
 			continue

@@ -97,7 +97,10 @@ type Service struct {
 	TLS     *TLS        `json:"tls,omitempty"`
 }
 
-// ClusterRef selects a cluster by name, by server, or by both (both must match).
+// ClusterRef selects a cluster by name, by server, or by either: a cluster
+// matches when its name equals Name or its server equals Server, because
+// Argo CD indexes a service under both. The proxy resolves an Application's
+// destination to a full cluster (clusters.json) before matching.
 type ClusterRef struct {
 	Name   string `json:"name,omitempty"`
 	Server string `json:"server,omitempty"`

@@ -21,7 +21,16 @@ type controllerFigures struct {
 	loadRSS, loadHWM int64
 	cpu              map[string]time.Duration // per review, by review kind
 	reviews          int                      // per review kind
+	// status-only Application updates at statusRate per second for statusWindow
+	statusIdleCPU, statusCPU time.Duration
+	statusSent               int
+	statusRSS                int64
 }
+
+const (
+	statusRate   = 100
+	statusWindow = 10 * time.Second
+)
 
 var (
 	controllerOnce sync.Once
@@ -55,6 +64,10 @@ func BenchmarkController(b *testing.B) {
 	for _, k := range reviewKinds {
 		b.ReportMetric(us(r.cpu[k.name]), k.name+"-cpu-us/review")
 	}
+	b.ReportMetric(100*r.statusIdleCPU.Seconds()/statusWindow.Seconds(), "idle-cpu-%")
+	b.ReportMetric(100*r.statusCPU.Seconds()/statusWindow.Seconds(), "status-100/s-cpu-%")
+	b.ReportMetric(float64(r.statusSent)/statusWindow.Seconds(), "status-updates/s")
+	b.ReportMetric(mb(r.statusRSS), "rss-after-status-MB")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -140,6 +153,12 @@ func runController(c *cluster) (*controllerFigures, error) {
 		r.cpu[k.name] = (after - before) / time.Duration(r.reviews)
 	}
 	if r.loadRSS, r.loadHWM, err = testkit.MemOf(pid); err != nil {
+		return fail(err)
+	}
+	if r.statusIdleCPU, r.statusCPU, r.statusSent, err = statusLoad(c, cmd.Process.Pid, statusRate, statusWindow); err != nil {
+		return fail(err)
+	}
+	if r.statusRSS, _, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
 	}
 	return r, nil

@@ -152,6 +152,9 @@ func seed(ctx context.Context, cl client.Client) error {
 			return err
 		}
 	}
+	if err := seedControlPlane(ctx, cl); err != nil {
+		return err
+	}
 	var objs []map[string]any
 	for i := range numProjects {
 		objs = append(objs, withLastApplied(projectManifest(i)))

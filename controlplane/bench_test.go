@@ -1,0 +1,150 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// benchState is issue 4's benchmark cluster: 10,000 Applications across 100
+// namespaces, 500 AppProjects, 50 clusters, 200 extensions with 64 TLS
+// Secrets between them, and a policy ConfigMap.
+func benchState() *State {
+	st := NewState()
+	st.ConfigMaps["argocd-cmd-params-cm"] = ConfigMap{Data: map[string]string{"application.namespaces": "team-*"}}
+	for i := range 10000 {
+		a := snapshot.Application{
+			Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("app-%05d", i), Project: fmt.Sprintf("project-%03d", i%500),
+			Destination: snapshot.Destination{Name: fmt.Sprintf("cluster-%02d", i%50), Namespace: fmt.Sprintf("ns-%05d", i)},
+		}
+		st.Applications[a.Key()] = a
+	}
+	for i := range 500 {
+		p := snapshot.Project{Name: fmt.Sprintf("project-%03d", i), SourceNamespaces: []string{fmt.Sprintf("team-%03d", i%100)},
+			Destinations: []snapshot.Destination{{Name: "cluster-*", Namespace: "ns-*"}, {Server: "https://kubernetes.default.svc", Namespace: "shared"}}}
+		st.Projects[p.Name] = p
+	}
+	for i := range 50 {
+		st.Secrets[fmt.Sprintf("cluster-%02d", i)] = ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster},
+			map[string][]byte{"name": []byte(fmt.Sprintf("cluster-%02d", i)), "server": []byte(fmt.Sprintf("https://cluster-%02d.example.com:6443", i))})
+	}
+	for i := range 64 {
+		st.Secrets[fmt.Sprintf("backend-tls-%02d", i)] = Secret{Data: map[string][]byte{
+			"ca.crt": []byte(strings.Repeat(fmt.Sprintf("ca-%02d ", i), 200)), "tls.crt": []byte(strings.Repeat("c", 1500)), "tls.key": []byte(strings.Repeat("k", 1700)),
+		}}
+	}
+	st.Secrets["argocd-secret"] = Secret{Data: map[string][]byte{"server.secretkey": []byte("k3y")}}
+	var ext strings.Builder
+	ext.WriteString("extension.config: |\n  extensions:\n")
+	for i := range 200 {
+		fmt.Fprintf(&ext, "  - name: ext-%03d\n    requestTimeout: 30s\n    backend:\n      services:\n", i)
+		for c := range 3 {
+			fmt.Fprintf(&ext, "      - url: https://ext-%03d.cluster-%02d.example.com\n        clusterName: cluster-%02d\n", i, (i+c)%50, (i+c)%50)
+			fmt.Fprintf(&ext, "        tls: {caSecretRef: {name: backend-tls-%02d, key: ca.crt}, clientCertSecretRef: {name: backend-tls-%02d}}\n", (i+c)%64, (i+c)%64)
+		}
+	}
+	st.ConfigMaps[ExtensionsConfigMap] = ConfigMap{Data: map[string]string{"extension.config": strings.TrimPrefix(ext.String(), "extension.config: |\n")}}
+	st.ConfigMaps["argocd-cm"] = ConfigMap{Data: map[string]string{"url": "https://argocd.example.com", "dex.config": "connectors: []"}}
+	st.ConfigMaps["policy"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"}, Data: map[string]string{"data.json": benchPolicyData()}}
+	return st
+}
+
+func benchPolicyData() string {
+	var b strings.Builder
+	b.WriteString(`{"gatehouse": {"config": {"controlPlaneNamespace": "argocd"}, "roles": {`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"role:r%03d": {"applications": [{"project": "project-%03d"}], "extensions": [{"extension": "ext-%03d", "project": "project-%03d", "methods": ["GET"]}]}`, i, i, i, i)
+	}
+	b.WriteString(`}}}`)
+	return b.String()
+}
+
+type nopPublisher struct{ versions int }
+
+func (p *nopPublisher) Publish(*server.Snapshot) error { p.versions++; return nil }
+
+// BenchmarkBuild measures what a controller does after the debounce: build
+// the snapshot from the store and hand it to the agent server (whose
+// Publish only queues it per agent).
+//
+//   - full: a new controller's first build, policy compilation included.
+//   - one-application-change: a warm builder after one Application's
+//     destination changed (the issue's "new version ≤ 20 ms after the
+//     debounce").
+//   - no-change: a rebuild that finds the same version.
+func BenchmarkBuild(b *testing.B) {
+	ctx := context.Background()
+	store := NewStore()
+	store.Replace(benchState())
+	newController := func(b *testing.B) (*Controller, *nopPublisher) {
+		pub := &nopPublisher{}
+		c, err := NewController(ControllerOptions{Store: store, Builder: NewBuilder(BuilderOptions{ControlPlaneNamespace: "argocd"}), Publisher: pub})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, pub
+	}
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			c, pub := newController(b)
+			c.Rebuild(ctx)
+			if pub.versions != 1 {
+				b.Fatal("nothing published")
+			}
+		}
+		reportSize(b, store)
+	})
+	b.Run("one-application-change", func(b *testing.B) {
+		c, pub := newController(b)
+		c.Rebuild(ctx)
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			a := snapshot.Application{Namespace: "team-007", Name: "app-00007", Project: "project-007",
+				Destination: snapshot.Destination{Name: "cluster-07", Namespace: fmt.Sprintf("moved-%d", i)}}
+			store.PutApplication(a.Key(), &a)
+			i++
+			b.StartTimer()
+			c.Rebuild(ctx)
+		}
+		if pub.versions != i+1 {
+			b.Fatalf("%d versions published for %d changes", pub.versions-1, i)
+		}
+	})
+	b.Run("no-change", func(b *testing.B) {
+		c, pub := newController(b)
+		c.Rebuild(ctx)
+		for b.Loop() {
+			c.Rebuild(ctx)
+		}
+		if pub.versions != 1 {
+			b.Fatalf("%d versions published without a change", pub.versions)
+		}
+	})
+}
+
+func reportSize(b *testing.B, store *Store) {
+	var out *Output
+	store.Read(func(st *State) {
+		var err error
+		if out, err = NewBuilder(BuilderOptions{ControlPlaneNamespace: "argocd"}).Build(context.Background(), st); err != nil {
+			b.Fatal(err)
+		}
+	})
+	var size int
+	for _, f := range out.Files {
+		size += len(f.Data)
+	}
+	b.ReportMetric(float64(len(out.Files)), "files")
+	b.ReportMetric(float64(size)/1e6, "snapshot-MB")
+	if len(out.Problems) > 0 {
+		b.Fatalf("the benchmark state has problems: %+v", out.Problems[0])
+	}
+}
