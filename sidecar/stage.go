@@ -273,8 +273,9 @@ func (fw *FileWriter) Finish() error {
 }
 
 // Commit completes the version (duplicates, directory syncs, manifest.json last),
-// renames it into place, swaps current and removes versions older than the previous.
-// It fails, leaving current untouched, if any missing file was not finished.
+// renames it into place and swaps current; versions older than the previous are
+// removed in the background. It fails, leaving current untouched, if any missing file
+// was not finished.
 func (st *Stage) Commit() error {
 	if st.closed {
 		return fmt.Errorf("write snapshot %s: stage already closed", st.m.Version)
@@ -306,7 +307,16 @@ func (st *Stage) Commit() error {
 	if st.prev != "" {
 		keep = append(keep, st.prev)
 	}
-	st.w.collect(keep, true)
+	// Removing the version before last is 10,000 unlinks at 10,000 files;
+	// the caller's ack need not wait for it. It runs after Commit returns,
+	// still holding the writer, so the next Stage (or Write) waits for it.
+	st.closed = true
+	st.w.collecting.Add(1)
+	go func() {
+		defer st.w.collecting.Done()
+		defer st.w.writeMu.Unlock()
+		st.w.collect(keep, true)
+	}()
 	return nil
 }
 

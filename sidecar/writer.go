@@ -24,6 +24,8 @@ type Writer struct {
 	// writeMu serialises Stages (and so Write). It is held while content is
 	// downloaded, so Current and Manifest take only cacheMu.
 	writeMu sync.Mutex
+	// collecting counts Commits still removing old versions (holding writeMu).
+	collecting sync.WaitGroup
 
 	cacheMu sync.Mutex
 	cache   *currentIndex // what current pointed at when last looked; nil if unknown
@@ -181,7 +183,11 @@ func (w *Writer) Write(m *Manifest, content func(sha256hex string) ([]byte, erro
 			return fmt.Errorf("write snapshot %s: %w", m.Version, err)
 		}
 	}
-	return st.Commit()
+	if err := st.Commit(); err != nil {
+		return err
+	}
+	w.collecting.Wait() // Write returns with Commit's clean-up done
+	return nil
 }
 
 // diskState is what inspect found under versions/<version>.

@@ -38,10 +38,9 @@ type Snapshot struct {
 	// this one, built on first use and shared by every agent; see delta.go.
 	deltaMu sync.Mutex
 	deltas  map[string]*deltaWire
-	// whole is every file's content in manifest order, for cold starts;
-	// see download.go.
-	wholeOnce sync.Once
-	whole     *wholeVersion
+	// whole is the encoded answer to a cold start's download; see
+	// packed.go.
+	whole wholeVersion
 }
 
 // Default file modes by kind when a FileMeta has none.
