@@ -4,6 +4,7 @@ package agentchannel
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -47,8 +48,9 @@ var (
 	binDir string
 )
 
-// BenchmarkAgentProcess runs the shipped `gatehouse agent` binary, one
-// process, against the agent server child with each snapshot shape. The
+// BenchmarkAgentProcess runs the shipped agent binary (gatehouse-agent, the
+// sidecar image's entrypoint; `gatehouse agent` with
+// -agentbench.one-binary), one process, against the agent server child with each snapshot shape. The
 // agent connects before anything is published (its baseline memory), then
 // the snapshot is published onto its empty volume (on /dev/shm), then five
 // one-file changes follow, each acked before the next. It reports the
@@ -91,18 +93,27 @@ func windowDurations(ws []window) []time.Duration {
 	return out
 }
 
-func buildGatehouse() (string, error) {
+var oneBinary = flag.Bool("agentbench.one-binary", false,
+	"run the agent process as `gatehouse agent` (the one binary with every role) instead of the sidecar image's gatehouse-agent")
+
+// buildGatehouse builds the agent binary BenchmarkAgentProcess runs and
+// returns it with the arguments that select the agent.
+func buildGatehouse() (string, []string, error) {
+	pkg, name, args := "cmd/gatehouse-agent", "gatehouse-agent", []string(nil)
+	if *oneBinary {
+		pkg, name, args = "cmd/gatehouse", "gatehouse", []string{"agent"}
+	}
 	buildOnce.Do(func() {
 		if binDir, buildErr = os.MkdirTemp("", "gatehouse-agentbench-bin-"); buildErr != nil {
 			return
 		}
-		builtBinary = filepath.Join(binDir, "gatehouse")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", builtBinary, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse")
+		builtBinary = filepath.Join(binDir, name)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", builtBinary, "github.com/gatehouse-dev/gatehouse/"+pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build gatehouse: %w\n%s", err, out)
+			buildErr = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}
 	})
-	return builtBinary, buildErr
+	return builtBinary, args, buildErr
 }
 
 func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
@@ -112,7 +123,7 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := buildGatehouse()
+	bin, args, err := buildGatehouse()
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +151,11 @@ func runAgentProc(b *testing.B, s shape) (_ *agentProcResult, err error) {
 		return nil, err
 	}
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "agent",
+	cmd := exec.Command(bin, append(args,
 		"--server", p.addr, "--ca-file", pki.CAFile, "--token-file", tokenFile,
 		"--root", filepath.Join(dir, "volume"), "--admin-bind-address", admin,
 		"--agent-id", benchAgentID(0), "--pod-name", "gatehouse-proxy-0", "--pod-namespace", "gatehouse-system",
-		"--log-level", "warn")
+		"--log-level", "warn")...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	defer func() {
 		if err != nil {
@@ -322,7 +333,7 @@ func agentProcTable(names []string) string {
 	agentProcMu.Lock()
 	defer agentProcMu.Unlock()
 	var b bytes.Buffer
-	b.WriteString("\n| `gatehouse agent` | RSS connected, no snapshot (anon + file) | first snapshot: acked | agent CPU | RSS / peak after it | RSS 2 s later | one-file change: acked (median / max) | agent CPU / change | RSS / peak after 5 changes (anon + file) | Go heap in use / stacks | load |\n")
+	b.WriteString("\n| agent process | RSS connected, no snapshot (anon + file) | first snapshot: acked | agent CPU | RSS / peak after it | RSS 2 s later | one-file change: acked (median / max) | agent CPU / change | RSS / peak after 5 changes (anon + file) | Go heap in use / stacks | load |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, name := range names {
 		r := agentProcResults[name]

@@ -262,10 +262,12 @@ func (p *problemLog) WithAttrs([]slog.Attr) slog.Handler { return p }
 
 func (p *problemLog) WithGroup(string) slog.Handler { return p }
 
-// versionSet is the set of content hashes of one version. Every lean agent
-// that applied a version holds exactly its files, so they share one set.
+// versionSet is one version's files and the set of their content hashes.
+// Every lean agent that applied a version holds exactly its files, so they
+// share one set, built once.
 type versionSet struct {
 	once   sync.Once
+	files  []*agentv1.FileMeta // sorted by path, as announced
 	hashes map[string]struct{}
 }
 
@@ -275,7 +277,8 @@ type versionSets struct {
 	order []string
 }
 
-func (vs *versionSets) get(version string, files []*agentv1.FileMeta) *versionSet {
+// get returns the set of version, building it with files() the first time.
+func (vs *versionSets) get(version string, files func() []*agentv1.FileMeta) *versionSet {
 	vs.mu.Lock()
 	s := vs.m[version]
 	if s == nil {
@@ -289,8 +292,9 @@ func (vs *versionSets) get(version string, files []*agentv1.FileMeta) *versionSe
 	}
 	vs.mu.Unlock()
 	s.once.Do(func() {
-		s.hashes = make(map[string]struct{}, len(files))
-		for _, f := range files {
+		s.files = files()
+		s.hashes = make(map[string]struct{}, len(s.files))
+		for _, f := range s.files {
 			s.hashes[f.GetSha256()] = struct{}{}
 		}
 	})
@@ -298,10 +302,11 @@ func (vs *versionSets) get(version string, files []*agentv1.FileMeta) *versionSe
 }
 
 // leanAgent speaks the agent protocol as agent/client does — its own
-// token, connect request, the newest announcement wins, a Download of only
-// the files whose content it lacks, every file's SHA-256 and the stream
-// checksum verified, WRITTEN then APPLIED — but writes nothing to disk and
-// keeps no content: what a real agent does with the volume is measured by
+// token, connect request with the delta and packed capabilities, the newest
+// announcement wins, deltas applied to the version it holds (else a
+// ManifestRequest), a Download by bitmap of only the files whose content it
+// lacks, every file's SHA-256 and the stream checksum verified, WRITTEN
+// then APPLIED — but writes nothing to disk and keeps no content: what a real agent does with the volume is measured by
 // the real agents and by the agent process.
 type leanAgent struct {
 	idx int
@@ -357,6 +362,7 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
 		AgentVersion: "bench-lean", CurrentVersion: current,
+		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked},
 	}}}, ""); err != nil {
 		return err
 	}
@@ -409,12 +415,20 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 		_ = send(&agentv1.Command{Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
 			Version: version, State: state, Reason: reason}}}, an.id)
 	}
-	set, order, sizes := a.plan(an.config)
-	// The decoded manifest (about 3 MB at 10 MB) is not needed any more:
-	// let it go before the download, as a thousand agents wait in it.
+	set := a.versionSet(an.config)
+	// The decoded announcement (about 3 MB with a full 10 MB manifest) is
+	// not needed any more: let it go before the download, as a thousand
+	// agents wait in it.
 	an.config = nil
-	if len(order) > 0 {
-		if err := a.download(ctx, rpc, version, order, sizes); err != nil {
+	if set == nil {
+		// The delta's base is not the version this agent holds: ask for
+		// the full manifest, as agent/client does.
+		_ = send(&agentv1.Command{Payload: &agentv1.Command_ManifestRequest{ManifestRequest: &agentv1.ManifestRequest{Version: version}}}, an.id)
+		return
+	}
+	want := a.plan(set)
+	if len(want) > 0 {
+		if err := a.download(ctx, rpc, version, set.files, want); err != nil {
 			if ctx.Err() == nil {
 				a.f.problems.add(fmt.Sprintf("%s: %v", benchAgentID(a.idx), err))
 				status(agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error())
@@ -429,16 +443,48 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 	a.f.acks.record(version, false)
 }
 
-// plan returns the version's content set and the hashes (with sizes) of
-// the files whose content the agent lacks, each once, in manifest order.
-func (a *leanAgent) plan(c *agentv1.ConfigAvailable) (*versionSet, []string, []uint64) {
-	files := c.GetManifest().GetFiles()
-	set := a.f.sets.get(c.GetVersion(), files)
+// versionSet returns the announced version's files: the manifest, or the
+// delta applied to the version this agent holds (nil if it names another
+// base). Lean agents share the result, so a delta is applied once.
+func (a *leanAgent) versionSet(c *agentv1.ConfigAvailable) *versionSet {
+	if c.GetBaseVersion() == "" {
+		files := c.GetManifest().GetFiles()
+		return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta { return files })
+	}
+	base := a.have.Load()
+	if v := a.version.Load(); base == nil || v == nil || *v != c.GetBaseVersion() {
+		return nil
+	}
+	changed, removed := c.GetChanged(), c.GetRemoved()
+	return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta {
+		out := make([]*agentv1.FileMeta, 0, len(base.files)+len(changed))
+		j, k := 0, 0
+		for _, f := range base.files {
+			for j < len(changed) && changed[j].GetPath() < f.GetPath() {
+				out = append(out, changed[j])
+				j++
+			}
+			switch {
+			case k < len(removed) && removed[k] == f.GetPath():
+				k++
+			case j < len(changed) && changed[j].GetPath() == f.GetPath():
+				out = append(out, changed[j])
+				j++
+			default:
+				out = append(out, f)
+			}
+		}
+		return append(out, changed[j:]...)
+	})
+}
+
+// plan returns the indexes of the files whose content the agent lacks,
+// each content once, in manifest order.
+func (a *leanAgent) plan(set *versionSet) []int {
 	have := a.have.Load()
 	seen := make(map[string]struct{}, 16)
-	var order []string
-	var sizes []uint64
-	for _, f := range files {
+	var want []int
+	for i, f := range set.files {
 		h := f.GetSha256()
 		if have != nil {
 			if _, ok := have.hashes[h]; ok {
@@ -449,22 +495,47 @@ func (a *leanAgent) plan(c *agentv1.ConfigAvailable) (*versionSet, []string, []u
 			continue
 		}
 		seen[h] = struct{}{}
-		order = append(order, h)
-		sizes = append(sizes, f.GetSize())
+		want = append(want, i)
 	}
-	return set, order, sizes
+	return want
 }
 
-// download fetches and verifies the files, as agent/client does.
-func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, version string, order []string, sizes []uint64) error {
-	stream, err := rpc.Download(ctx, &agentv1.DownloadRequest{Version: version, Sha256: order})
+// download fetches the files by bitmap and verifies them as agent/client
+// does: the packed content is cut at the manifest's sizes, and each file's
+// SHA-256, the total and the stream checksum are checked.
+func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, version string, files []*agentv1.FileMeta, want []int) error {
+	bits := agentv1.NewFileBitmap(len(files))
+	for _, i := range want {
+		bits.Set(i)
+	}
+	stream, err := rpc.Download(ctx, &agentv1.DownloadRequest{Version: version, Files: bits})
 	if err != nil {
 		return err
 	}
 	total := sha256.New()
 	var header *agentv1.DownloadHeader
-	var buf []byte
 	next := 0
+	file := sha256.New()
+	var got uint64 // bytes of files[want[next]] so far
+	finish := func() error {
+		f := files[want[next]]
+		if hex.EncodeToString(file.Sum(nil)) != f.GetSha256() {
+			return fmt.Errorf("file %s does not verify", f.GetPath())
+		}
+		total.Write([]byte(f.GetSha256() + "\n")) // the header's checksum covers the file hashes in order
+		file.Reset()
+		got = 0
+		next++
+		return nil
+	}
+	skipEmpty := func() error {
+		for next < len(want) && files[want[next]].GetSize() == 0 {
+			if err := finish(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -474,36 +545,42 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 			return err
 		}
 		if h := c.GetHeader(); h != nil {
-			var want uint64
-			for _, s := range sizes {
-				want += s
+			var size uint64
+			for _, i := range want {
+				size += files[i].GetSize()
 			}
-			if header != nil || int(h.GetFileCount()) != len(order) || h.GetTotalBytes() != want {
+			if header != nil || int(h.GetFileCount()) != len(want) || h.GetTotalBytes() != size {
 				return fmt.Errorf("bad download header %v", h)
 			}
 			header = h
+			if err := skipEmpty(); err != nil {
+				return err
+			}
 			continue
 		}
-		d := c.GetData()
-		if header == nil || d == nil || next >= len(order) || d.GetSha256() != order[next] || d.GetOffset() != uint64(len(buf)) {
+		b := c.GetContent()
+		if header == nil || b == nil {
 			return errors.New("download stream out of order")
 		}
-		buf = append(buf, d.GetContent()...)
-		if uint64(len(buf)) > sizes[next] {
-			return errors.New("file longer than its manifest entry")
+		for len(b) > 0 {
+			if next >= len(want) {
+				return errors.New("more content than requested")
+			}
+			k := min(uint64(len(b)), files[want[next]].GetSize()-got)
+			file.Write(b[:k])
+			got += k
+			b = b[k:]
+			if got == files[want[next]].GetSize() {
+				if err := finish(); err != nil {
+					return err
+				}
+				if err := skipEmpty(); err != nil {
+					return err
+				}
+			}
 		}
-		if !d.GetLast() {
-			continue
-		}
-		sum := sha256.Sum256(buf)
-		if uint64(len(buf)) != sizes[next] || hex.EncodeToString(sum[:]) != order[next] {
-			return fmt.Errorf("file %s does not verify", order[next])
-		}
-		total.Write([]byte(order[next] + "\n")) // the header's checksum covers the file hashes in order
-		buf = buf[:0]
-		next++
 	}
-	if header == nil || next != len(order) || hex.EncodeToString(total.Sum(nil)) != header.GetChecksum() {
+	if header == nil || next != len(want) || hex.EncodeToString(total.Sum(nil)) != header.GetChecksum() {
 		return errors.New("download incomplete or checksum mismatch")
 	}
 	return nil
