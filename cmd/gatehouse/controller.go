@@ -53,6 +53,7 @@ type controllerOptions struct {
 	WebhookExtraHosts  []string
 	MetricsBindAddress string
 	ProbeBindAddress   string
+	Profiling          bool
 
 	Agents agentServerOptions
 	Log    logOptions
@@ -77,6 +78,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.WebhookExtraHosts, "webhook-cert-extra-hosts", nil, "extra DNS names or IP addresses for the self-managed certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
 }
@@ -191,6 +193,9 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 			return err
 		}
 		extra[server.DebugAgentsPath] = agents.DebugHandler()
+	}
+	if o.Profiling {
+		addProfiling(extra)
 	}
 	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
 	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,6 +72,10 @@ func BenchmarkController(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// controllerProfile, when set, is where the controller's CPU profile of the
+// status-only window is written (the controller runs with --profiling).
+var controllerProfile = flag.String("controllerbench.status-cpuprofile", "", "write the controller's CPU profile during the status-only updates to this file")
+
 func runController(c *cluster) (*controllerFigures, error) {
 	bin := filepath.Join(c.dir, "gatehouse")
 	build := exec.Command("go", "build", "-o", bin, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse")
@@ -95,6 +100,13 @@ func runController(c *cluster) (*controllerFigures, error) {
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--log-level", "warn")
+	metricsPort := 0
+	if *controllerProfile != "" {
+		if metricsPort, err = testkit.FreePort(); err != nil {
+			return nil, err
+		}
+		cmd.Args = append(cmd.Args, "--profiling", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	}
 	// Newer controllers also serve agents (gRPC) by default: keep that on,
 	// as shipped, but on a loopback port of its own.
 	if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--agent-bind-address") {
@@ -155,7 +167,19 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if r.loadRSS, r.loadHWM, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
 	}
+	profiled := make(chan error, 1)
+	if *controllerProfile != "" {
+		go func() {
+			time.Sleep(statusWindow) // the idle window comes first
+			profiled <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", metricsPort, int(statusWindow.Seconds())), *controllerProfile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	if r.statusIdleCPU, r.statusCPU, r.statusSent, err = statusLoad(c, cmd.Process.Pid, statusRate, statusWindow); err != nil {
+		return fail(err)
+	}
+	if err := <-profiled; err != nil {
 		return fail(err)
 	}
 	if r.statusRSS, _, err = testkit.MemOf(pid); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,4 +65,25 @@ func statusLoad(c *cluster, pid, rate int, d time.Duration) (idle, busy time.Dur
 	}
 	busy, err = window(true)
 	return idle, busy, sent, err
+}
+
+// fetchProfile saves the profile url serves into file.
+func fetchProfile(url, file string) error {
+	resp, err := http.Get(url) //nolint:noctx // loopback, bounded by the profile's duration
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
