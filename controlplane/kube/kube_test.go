@@ -282,7 +282,7 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 		got, want []string
 	}{
 		{"applications", apps, []string{"argocd/platform→default@https://kubernetes.default.svc", "team-a/api→team-a@prod", "team-a/web→team-a@prod", "team-b/db→team-b@https://staging.example.com:6443"}},
-		{"extensions", exts, []string{"cost", "logs", "metrics"}},
+		{"extensions", exts, []string{"cost", "logs", "metrics", "traces"}},
 		{"clusters", clusters, []string{"in-cluster=https://kubernetes.default.svc", "prod=https://prod.example.com:6443", "staging=https://staging.example.com:6443"}},
 		{"secrets", secrets, []string{"argocd-secret/metrics.token", "argocd-secret/server.secretkey", "cost-backend-tls/ca.crt"}},
 	} {

@@ -83,7 +83,7 @@ func TestDirSourceToAgent(t *testing.T) {
 		return ""
 	}
 	first := waitUntil("the first snapshot on the volume", func(content *snapshot.Content) bool {
-		return len(content.Applications) == 4 && len(content.Extensions) == 3 && content.Auth.LocalSecretKey != nil
+		return len(content.Applications) == 4 && len(content.Extensions) == 4 && content.Auth.LocalSecretKey != nil
 	})
 
 	edit(t, filepath.Join(src, "40-applications.yaml"), "namespace: team-a-web}", "namespace: team-a-web-v2}")
@@ -97,7 +97,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	edit(t, filepath.Join(src, "10-settings.yaml"), "    - name: metrics\n", "    - name: metrics\n      backend: [\n")
 	time.Sleep(2 * time.Second)
 	s, content, err := load()
-	if err != nil || s.Version() != second.Version() || len(content.Extensions) != 3 {
+	if err != nil || s.Version() != second.Version() || len(content.Extensions) != 4 {
 		t.Fatalf("after breaking the extension config: version %s (want %s), error %v", s.Version(), second.Version(), err)
 	}
 	metrics := get(t, admin+"/metrics")
