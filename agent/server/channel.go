@@ -138,19 +138,12 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 	for {
 		select {
 		case <-c.wake:
-			snap, base, msgID := s.takePending(c)
+			snap, base := s.takePending(c)
 			if snap == nil {
 				continue
 			}
-			ca, delta := snap.announcement(base)
-			cmd := &agentv1.Command{Metadata: s.metadata(msgID, "", c.rec.id)}
-			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: ca}
-			if err := stream.Send(cmd); err != nil {
+			if err := s.announce(stream, c, snap, base); err != nil {
 				return err
-			}
-			s.metrics.announcements.Inc()
-			if delta {
-				s.metrics.deltaAnnouncements.Inc()
 			}
 		case <-idle.C:
 			ka := s.envelope(c.rec.id, "")
@@ -168,6 +161,36 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 		}
 		idle.Reset(s.o.KeepaliveInterval)
 	}
+}
+
+// announce sends snap to c: as a delta from base when that is smaller,
+// else the full announcement, which is encoded once per version and shared
+// by every agent (see Snapshot.fullAnnouncement).
+func (s *Server) announce(stream grpc.BidiStreamingServer[agentv1.Command, agentv1.Command], c *agentConn, snap, base *Snapshot) error {
+	if base != nil {
+		if ca, delta := snap.announcement(base); delta {
+			msgID := s.nextMessageID()
+			s.noteSent(c, msgID, snap.version)
+			cmd := &agentv1.Command{Metadata: s.metadata(msgID, "", c.rec.id)}
+			cmd.Payload = &agentv1.Command_ConfigAvailable{ConfigAvailable: ca}
+			if err := stream.Send(cmd); err != nil {
+				return err
+			}
+			s.metrics.announcements.Inc()
+			s.metrics.deltaAnnouncements.Inc()
+			return nil
+		}
+	}
+	full, err := snap.fullAnnouncement(stream, s.msgPrefix, s.now())
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	s.noteSent(c, full.msgID, snap.version)
+	if err := stream.SendMsg(full.msg); err != nil {
+		return err
+	}
+	s.metrics.announcements.Inc()
+	return nil
 }
 
 // endStatus is the gRPC status a CommandChannel ends with for cause.

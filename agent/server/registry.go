@@ -303,26 +303,32 @@ func (s *Server) prune(now time.Time) {
 	}
 }
 
-// takePending empties c's slot and records what is about to be sent. base
-// is the version to announce it as a delta from, or nil for the full
-// manifest: the version the agent serves, if it takes deltas and the server
-// still holds that version.
-func (s *Server) takePending(c *agentConn) (snap, base *Snapshot, msgID string) {
+// takePending empties c's slot. base is the version to announce it as a
+// delta from, or nil for the full manifest: the version the agent serves,
+// if it takes deltas and the server still holds that version.
+func (s *Server) takePending(c *agentConn) (snap, base *Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap = c.pending
 	c.pending = nil
 	if snap == nil {
-		return nil, nil, ""
+		return nil, nil
 	}
 	if _, rejected := s.rejected[rejection{c.rec.id, snap.version}]; rejected {
-		return nil, nil, ""
+		return nil, nil
 	}
 	if c.delta && !c.needFull {
 		base = s.heldLocked(c.rec.versionServed)
 	}
 	c.needFull = false
-	id := s.nextMessageID()
+	return snap, base
+}
+
+// noteSent records the announcement of version with message id msgID,
+// about to be sent to c, so that the agent's statuses can be matched to it.
+func (s *Server) noteSent(c *agentConn, msgID, version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.now()
 	if len(c.sent) >= maxAwaited {
 		oldest := ""
@@ -333,11 +339,10 @@ func (s *Server) takePending(c *agentConn) (snap, base *Snapshot, msgID string) 
 		}
 		delete(c.sent, oldest)
 	}
-	c.sent[id] = sentAnnouncement{version: snap.version, at: now}
+	c.sent[msgID] = sentAnnouncement{version: version, at: now}
 	if c.rec.conn == c {
-		c.rec.announced, c.rec.announcedAt = snap.version, now
+		c.rec.announced, c.rec.announcedAt = version, now
 	}
-	return snap, base, id
 }
 
 // requestFull answers a ManifestRequest: the agent could not apply a delta

@@ -38,6 +38,8 @@ type Snapshot struct {
 	// this one, built on first use and shared by every agent; see delta.go.
 	deltaMu sync.Mutex
 	deltas  map[string]*deltaWire
+	// full is the encoded full announcement; see delta.go.
+	full preparedAnnouncement
 	// whole is the encoded answer to a cold start's download; see
 	// packed.go.
 	whole wholeVersion
