@@ -46,7 +46,11 @@ func (s *Source) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", s.dir, err)
 	}
-	defer w.Close()
+	defer func() {
+		if err := w.Close(); err != nil {
+			s.log.Debug("stop watching the source directory", "error", err)
+		}
+	}()
 	s.addWatches(w)
 	s.reload()
 	rescan := time.NewTicker(s.Rescan)

@@ -33,7 +33,12 @@ func TestSourceFollowsEditsAndKeepsLastGood(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- src.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
 
 	destination := func() string {
 		var d string
