@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,12 +132,12 @@ func assemblePolicy(st *State) (_ policies.Bundle, _ []string, _ []Problem, ok b
 			case strings.HasSuffix(key, ".rego"):
 				b.Modules = append(b.Modules, policies.Module{Path: name + "/" + key, Source: []byte(val)})
 			case key == policies.DataFile:
-				var doc map[string]any
-				if err := decodeNumbers([]byte(val), &doc); err != nil || doc == nil {
-					bad(name, "data.json is not a JSON object (%v): fix it; the last good policy stays in force", err)
+				doc, err := policies.DecodeData([]byte(val))
+				if err != nil {
+					bad(name, "data.json: %v: fix it; the last good policy stays in force", err)
 					continue
 				}
-				if err := mergeData(b.Data, doc); err != nil {
+				if err := policies.MergeData(b.Data, doc); err != nil {
 					bad(name, "data.json: %v (another policy ConfigMap sets it too): set each key in one ConfigMap; the last good policy stays in force", err)
 				}
 			case key == policies.ManifestFile:
@@ -183,37 +182,4 @@ func policyFiles(b policies.Bundle) (map[string][]byte, error) {
 		files[policies.ManifestFile] = append(manifest, '\n')
 	}
 	return files, nil
-}
-
-func decodeNumbers(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("more than one JSON value")
-	}
-	return nil
-}
-
-// mergeData merges doc into data; objects merge, any other value may be set
-// once.
-func mergeData(data, doc map[string]any) error {
-	for k, v := range doc {
-		old, ok := data[k]
-		if !ok {
-			data[k] = v
-			continue
-		}
-		om, ok1 := old.(map[string]any)
-		nm, ok2 := v.(map[string]any)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("key %q is set twice", k)
-		}
-		if err := mergeData(om, nm); err != nil {
-			return fmt.Errorf("%s.%w", k, err)
-		}
-	}
-	return nil
 }

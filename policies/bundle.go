@@ -193,6 +193,14 @@ func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 	return b, nil
 }
 
+// DecodeData decodes a data document as LoadDir reads data.json: a JSON
+// object, numbers kept exact.
+func DecodeData(raw []byte) (map[string]any, error) { return decodeJSONObject(raw) }
+
+// MergeData merges doc into data at the root as LoadDir merges data.json
+// files: objects merge, and any other value may be set only once.
+func MergeData(data, doc map[string]any) error { return mergeAt(data, nil, doc) }
+
 // decodeJSONObject decodes a JSON object, keeping numbers exact.
 func decodeJSONObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
