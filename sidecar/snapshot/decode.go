@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // Decode reads a snapshot through get, which returns a file's content by
@@ -55,8 +57,8 @@ func Decode(get func(path string) ([]byte, bool)) (*Content, error) {
 }
 
 func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
-	if err := checkRelPath(e.Path); err != nil || e.Path == IndexFile {
-		return nil, errors.New("not a valid path for a snapshot file")
+	if err := sidecar.ValidatePath(e.Path); err != nil || e.Path == IndexFile {
+		return nil, fmt.Errorf("not a valid path for a snapshot file: %v", err)
 	}
 	b, ok := get(e.Path)
 	if !ok {

@@ -161,7 +161,7 @@ func TestValidate(t *testing.T) {
 		{"application without project", func(c *Content) { c.Applications[0].Project = "" }, "project is required"},
 		{"cluster server twice", func(c *Content) { c.Clusters[1].Server = InCluster.Server }, "listed twice"},
 		{"secret path escaping", func(c *Content) { c.Secrets["../x"] = nil }, "want \"<secret>/<key>\""},
-		{"policy path escaping", func(c *Content) { c.Policy["../x.rego"] = nil }, "leaves its directory"},
+		{"policy path escaping", func(c *Content) { c.Policy["../x.rego"] = nil }, `".." segment`},
 		{"oidc without audience", func(c *Content) { c.Auth.OIDC.Audiences = nil }, "at least one audience"},
 	}
 	for _, tt := range tests {

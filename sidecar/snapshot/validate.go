@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"path"
 	"regexp"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // extensionName is Argo CD's rule for extension names (they become a URL
@@ -25,7 +26,7 @@ func (c *Content) Validate() error {
 	errs = append(errs, c.validateIndex()...)
 	errs = append(errs, c.validateAuth()...)
 	for p := range c.Policy {
-		if err := checkRelPath(p); err != nil {
+		if err := sidecar.ValidatePath(PolicyDir + "/" + p); err != nil {
 			errs = append(errs, fmt.Errorf("policy file %q: %w", p, err))
 		}
 	}
@@ -215,19 +216,6 @@ func (c *Content) validateAuth() []error {
 		}
 	}
 	return errs
-}
-
-// checkRelPath accepts clean, relative, slash-separated paths.
-func checkRelPath(p string) error {
-	switch {
-	case p == "" || p == "." || path.Clean(p) != p:
-		return errors.New("not a clean relative path")
-	case strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../"):
-		return errors.New("leaves its directory")
-	case strings.ContainsAny(p, "\x00\n\r\\"):
-		return errors.New("holds a NUL, line break or backslash")
-	}
-	return nil
 }
 
 // checkSecretPath accepts "<secret>/<key>" with Kubernetes' name and key
