@@ -127,21 +127,30 @@ func (st *Stage) open() error {
 // is skipped when it is the one being rewritten: that only happens when it is damaged.
 func (st *Stage) plan() error {
 	var cur *currentIndex
-	var versions *os.Root
 	if st.prev != "" && st.prev != st.m.Version {
 		idx, err := st.w.current()
 		if err != nil {
 			st.w.log.Warn("cannot reuse files of the current snapshot; downloading them", "error", err)
 		}
 		if idx != nil && idx.manifest.Version == st.prev {
-			if versions, err = os.OpenRoot(versionsDir(st.w.root)); err != nil {
-				return fmt.Errorf("open %s: %w", versionsDir(st.w.root), err)
-			}
-			defer versions.Close()
 			cur = idx
 		}
 	}
-	tmpName := filepath.Base(st.tmp)
+	var lk *linker
+	if cur != nil {
+		versions, err := os.OpenRoot(versionsDir(st.w.root))
+		if err != nil {
+			return fmt.Errorf("open %s: %w", versionsDir(st.w.root), err)
+		}
+		defer versions.Close()
+		src, err := openVersion(st.w.root, st.prev)
+		if err != nil {
+			return fmt.Errorf("current snapshot %s: %w", st.prev, err)
+		}
+		defer src.Close()
+		lk = newLinker(versions, st.prev, src, filepath.Base(st.tmp), st.r)
+		defer lk.close()
+	}
 	for i, f := range st.m.Files {
 		if _, ok := st.placed[f.SHA256]; ok {
 			st.dups = append(st.dups, i)
@@ -151,16 +160,18 @@ func (st *Stage) plan() error {
 			st.dups = append(st.dups, i)
 			continue
 		}
-		if cur != nil {
+		if lk != nil {
 			if src, ok := cur.file(f.SHA256); ok && fileMode(src) == fileMode(f) {
 				if err := st.mkdirs(path.Dir(f.Path)); err != nil {
 					return err
 				}
-				if st.link(versions, st.prev+"/"+src.Path, tmpName+"/"+f.Path, f) {
+				err := lk.link(src.Path, f.Path, f)
+				if err == nil {
 					st.placed[f.SHA256] = f.Path
 					st.linked++
 					continue
 				}
+				st.w.log.Warn("cannot reuse a file of the current snapshot; downloading it", "path", f.Path, "error", err)
 			}
 		}
 		st.wanted[f.SHA256] = len(st.missing)
@@ -168,22 +179,6 @@ func (st *Stage) plan() error {
 	}
 	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "missing", len(st.missing), "duplicates", len(st.dups))
 	return nil
-}
-
-// link hard-links old to new inside versions/ and checks that the result is a regular
-// file of the expected size and mode; anything else is undone and downloaded instead.
-func (st *Stage) link(versions *os.Root, old, new string, f FileMeta) bool {
-	if err := versions.Link(native(old), native(new)); err != nil {
-		st.w.log.Warn("cannot link an unchanged file from the current snapshot; downloading it", "path", f.Path, "error", err)
-		return false
-	}
-	fi, err := st.r.Lstat(native(f.Path))
-	if err == nil && fi.Mode().IsRegular() && fi.Size() == f.Size && fi.Mode().Perm() == fileMode(f) {
-		return true
-	}
-	st.w.log.Warn("current snapshot file is not what its manifest says; downloading it", "path", f.Path, "error", err)
-	_ = st.r.Remove(native(f.Path))
-	return false
 }
 
 func (st *Stage) mkdirs(dir string) error { return mkdirs(st.r, dir, st.dmode, st.made) }

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,13 +20,7 @@ func TestStageLinksWhatTheCurrentVersionHolds(t *testing.T) {
 		secret("secrets/tls.key", "key1"),
 		policy("policy/bundle.rego", "package gatehouse"),
 	}
-	tests := []struct {
-		name        string
-		damage      func(t *testing.T, root string) // applied to v1 on disk
-		next        []fileSpec
-		wantMissing []string // paths Missing names
-		wantLinked  int
-	}{
+	tests := []stageLinkCase{
 		{
 			name:        "one file changed",
 			next:        []fileSpec{cfg("apps/a.json", "a2"), base[1], base[2], base[3]},
@@ -80,6 +75,27 @@ func TestStageLinksWhatTheCurrentVersionHolds(t *testing.T) {
 			wantLinked:  3,
 		},
 	}
+	for _, fast := range []bool{true, false} {
+		if fast && !fastLinks {
+			continue // not available on this platform
+		}
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			defer func(old bool) { fastLinks = old }(fastLinks)
+			fastLinks = fast
+			testStageLinks(t, base, tests)
+		})
+	}
+}
+
+type stageLinkCase struct {
+	name        string
+	damage      func(t *testing.T, root string) // applied to v1 on disk
+	next        []fileSpec
+	wantMissing []string // paths Missing names
+	wantLinked  int
+}
+
+func testStageLinks(t *testing.T, base []fileSpec, tests []stageLinkCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()

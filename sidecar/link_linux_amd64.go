@@ -1,0 +1,6 @@
+package sidecar
+
+import "syscall"
+
+// sysFstatat is fstatat(2) (newfstatat on amd64).
+const sysFstatat = syscall.SYS_NEWFSTATAT

@@ -1,0 +1,6 @@
+package sidecar
+
+import "syscall"
+
+// sysFstatat is fstatat(2).
+const sysFstatat = syscall.SYS_FSTATAT

@@ -1,0 +1,20 @@
+//go:build !(linux && (amd64 || arm64))
+
+package sidecar
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// fastLinks is false here: the linker uses os.Root.Link.
+var fastLinks = false
+
+func linkAt(*os.File, string, *os.File, string) error {
+	return errors.New("linkat: not used on this platform")
+}
+
+func statAt(*os.File, string) (int64, fs.FileMode, bool, error) {
+	return 0, 0, false, errors.New("fstatat: not used on this platform")
+}
