@@ -16,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -90,20 +92,57 @@ func TestAgentInCluster(t *testing.T) {
 		}
 		return s
 	}
+	decoded := func() *snapshot.Content {
+		s := load()
+		if s == nil {
+			return nil
+		}
+		content, err := snapshot.Decode(s.File)
+		if err != nil {
+			t.Fatalf("the snapshot on the volume does not load: %v", err)
+		}
+		return content
+	}
 	waitFor(t, 20*time.Second, "agent writes the snapshot", func() bool { return load() != nil })
-	if got, _ := load().File("config/extensions.json"); string(got) != `{"extensions":[]}` {
-		t.Fatalf("snapshot file = %q", got)
+	if content := decoded(); len(content.Clusters) != 1 || content.Clusters[0] != snapshot.InCluster {
+		t.Fatalf("clusters %v, want only the in-cluster default", content.Clusters)
 	}
 	if err := testkit.WaitHTTP("http://127.0.0.1:"+itoa(adminPort)+"/readyz", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
-	// An edit to the served files reaches the volume.
+	// A change in the cluster reaches the volume: the controller, running
+	// with the shipped RBAC, reads Argo CD's cluster Secrets (keeping no
+	// credentials) and Gatehouse's extension config.
 	first := load().Version()
-	if err := os.WriteFile(filepath.Join(c.snapDir, "config", "extensions.json"), []byte(`{"extensions":["metrics"]}`), 0o644); err != nil {
-		t.Fatal(err)
+	objs := []client.Object{
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "cluster-prod", Namespace: "argocd", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+			StringData: map[string]string{"name": "prod", "server": "https://prod.example.com", "config": `{"bearerToken":"cluster-credential"}`},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-extensions", Namespace: "argocd"},
+			Data:       map[string]string{"extension.config": "extensions:\n- name: metrics\n  backend:\n    services:\n    - url: http://metrics.monitoring\n      clusterName: prod\n"},
+		},
 	}
-	waitFor(t, 20*time.Second, "agent picks up the edit", func() bool { s := load(); return s != nil && s.Version() != first })
+	for _, o := range objs {
+		if err := c.client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "agent picks up the change", func() bool {
+		s := load()
+		if s == nil || s.Version() == first {
+			return false
+		}
+		content := decoded()
+		return len(content.Clusters) == 2 && len(content.Extensions) == 1
+	})
+	for _, f := range load().Manifest.Files {
+		if b, _ := load().File(f.Path); strings.Contains(string(b), "cluster-credential") {
+			t.Errorf("%s carries the cluster's credentials", f.Path)
+		}
+	}
 
 	// The controller's registry knows the agent by its Pod UID (from the
 	// token), and `gatehouse status` shows it.

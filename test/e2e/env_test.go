@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,6 @@ type cluster struct {
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
 	adminURL   string // the controller's metrics port (serves /debug/agents)
-	snapDir    string // what --snapshot-dir serves
 }
 
 var shared *cluster
@@ -123,7 +123,6 @@ func (c *cluster) seed() error {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	objs = append(objs,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-webhook-tls", Namespace: "gatehouse-system"}},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "argocd-cmd-params-cm", Namespace: "argocd"},
 			Data:       map[string]string{"application.namespaces": "team-*"},
@@ -150,7 +149,41 @@ func (c *cluster) seed() error {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
 	}
+	// The controller runs as its ServiceAccount with the shipped RBAC, so
+	// every test also checks that least privilege is enough.
+	shipped := []string{"apply"}
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "secret.yaml"} {
+		shipped = append(shipped, "-f", filepath.Join("../../manifests/base", f))
+	}
+	if r := c.run(c.adminCfg, "", shipped...); r.err != nil {
+		return fmt.Errorf("apply the shipped RBAC: %w\n%s", r.err, r.stderr)
+	}
 	return nil
+}
+
+// controllerKubeconfig is a kubeconfig for the gatehouse-controller
+// ServiceAccount, with a token from the TokenRequest API, as the Pod would
+// have.
+func (c *cluster) controllerKubeconfig() (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-controller", Namespace: "gatehouse-system"}}
+	expiry := int64(4 * 3600)
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
+	if err := c.client.SubResource("token").Create(context.Background(), sa, tr); err != nil {
+		return "", fmt.Errorf("token for the controller's ServiceAccount: %w", err)
+	}
+	cfg := map[string]any{
+		"apiVersion": "v1", "kind": "Config", "current-context": "gatehouse",
+		"clusters": []any{map[string]any{"name": "envtest", "cluster": map[string]any{
+			"server": c.env.Config.Host, "certificate-authority-data": c.env.Config.CAData}}},
+		"users":    []any{map[string]any{"name": "gatehouse-controller", "user": map[string]any{"token": tr.Status.Token}}},
+		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": "gatehouse-controller"}}},
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.dir, "gatehouse-controller.kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
 }
 
 // startController builds gatehouse, registers the shipped webhook
@@ -181,18 +214,15 @@ func (c *cluster) startController() error {
 	}
 	c.agentAddr = fmt.Sprintf("127.0.0.1:%d", agentPort)
 	c.adminURL = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
-	c.snapDir = filepath.Join(c.dir, "snapshot-src")
-	if err := os.MkdirAll(filepath.Join(c.snapDir, "config"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(c.snapDir, "config", "extensions.json"), []byte(`{"extensions":[]}`), 0o644); err != nil {
+	kubeconfig, err := c.controllerKubeconfig()
+	if err != nil {
 		return err
 	}
 	if err := c.registerWebhook(port); err != nil {
 		return err
 	}
 	c.controller = exec.Command(bin, "controller",
-		"--kubeconfig", c.adminCfg,
+		"--kubeconfig", kubeconfig,
 		"--namespace", "gatehouse-system",
 		"--control-plane-namespace", "argocd",
 		"--webhook-port", fmt.Sprint(port),
@@ -200,7 +230,6 @@ func (c *cluster) startController() error {
 		"--webhook-cert-extra-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
 		"--agent-bind-address", c.agentAddr,
-		"--snapshot-dir", c.snapDir,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
 		"--log-level", "debug", "--log-format", "text")
 	c.controller.Stdout, c.controller.Stderr = c.logs, c.logs
