@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -345,5 +347,32 @@ func TestStoreIgnoresWritesThatChangeNothing(t *testing.T) {
 	case <-s.Changed():
 	default:
 		t.Fatal("deleting an Application did not notify")
+	}
+}
+
+func TestProjectSecret(t *testing.T) {
+	data := map[string][]byte{"name": []byte("prod"), "server": []byte("https://prod"), "config": []byte("credential"), "ca.crt": []byte("ca")}
+	tests := []struct {
+		name   string
+		typ    corev1.SecretType
+		labels map[string]string
+		keep   []string
+	}{
+		{"opaque keeps everything", corev1.SecretTypeOpaque, nil, []string{"ca.crt", "config", "name", "server"}},
+		{"tls keeps everything", corev1.SecretTypeTLS, nil, []string{"ca.crt", "config", "name", "server"}},
+		{"cluster keeps name and server", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: SecretTypeCluster}, []string{"name", "server"}},
+		{"repository keeps nothing", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: "repository"}, nil},
+		{"helm release keeps nothing", "helm.sh/release.v1", nil, nil},
+		{"service account token keeps nothing", corev1.SecretTypeServiceAccountToken, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &corev1.Secret{Type: tt.typ, Data: data}
+			s.Labels = tt.labels
+			got := slices.Sorted(maps.Keys(ProjectSecret(s).Data))
+			if !slices.Equal(got, tt.keep) {
+				t.Errorf("kept %v, want %v", got, tt.keep)
+			}
+		})
 	}
 }

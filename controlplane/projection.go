@@ -54,14 +54,27 @@ func ProjectConfigMap(c *corev1.ConfigMap) ConfigMap {
 // ProjectSecret keeps only what a snapshot may draw on. Cluster Secrets
 // keep their name and server, never their credentials; Argo CD's other
 // typed Secrets (repository credentials and the like) keep no data at all:
-// no snapshot ever references them. Everything else keeps its data, since
-// extension headers and backend TLS may reference it.
+// no snapshot ever references them. Neither do Secrets of types that can
+// only hold something else (Helm release records, which a Helm-installed
+// Argo CD keeps in its namespace by the dozen, service account tokens,
+// registry credentials). Everything else keeps its data, since extension
+// headers and backend TLS may reference it.
 func ProjectSecret(s *corev1.Secret) Secret {
+	if !referenceableType(s.Type) {
+		return Secret{Labels: maps.Clone(s.Labels)}
+	}
 	return ProjectSecretData(s.Labels, s.Data)
 }
 
-// ProjectSecretData is ProjectSecret for labels and data from elsewhere (the
-// cache transform, the directory source).
+func referenceableType(t corev1.SecretType) bool {
+	switch t {
+	case "", corev1.SecretTypeOpaque, corev1.SecretTypeTLS, corev1.SecretTypeBasicAuth:
+		return true
+	}
+	return false
+}
+
+// ProjectSecretData is ProjectSecret for an Opaque Secret's labels and data.
 func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret {
 	out := Secret{Labels: maps.Clone(labels)}
 	switch labels[LabelSecretType] {
