@@ -40,7 +40,7 @@ func (l *linker) link(oldPath, newPath string, f FileMeta) error {
 	} else {
 		size, mode, regular, err = l.linkSlow(oldPath, newPath)
 	}
-	if err == nil && !(regular && size == f.Size && mode == fileMode(f)) {
+	if err == nil && (!regular || size != f.Size || mode != fileMode(f)) {
 		err = fmt.Errorf("is not a regular file of %d bytes, mode %v (%d bytes, mode %v)", f.Size, fileMode(f), size, mode)
 		_ = l.dst.Remove(native(newPath))
 	}

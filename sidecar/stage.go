@@ -142,12 +142,12 @@ func (st *Stage) plan() error {
 		if err != nil {
 			return fmt.Errorf("open %s: %w", versionsDir(st.w.root), err)
 		}
-		defer versions.Close()
+		defer func() { _ = versions.Close() }()
 		src, err := openVersion(st.w.root, st.prev)
 		if err != nil {
 			return fmt.Errorf("current snapshot %s: %w", st.prev, err)
 		}
-		defer src.Close()
+		defer func() { _ = src.Close() }()
 		lk = newLinker(versions, st.prev, src, filepath.Base(st.tmp), st.r)
 		defer lk.close()
 	}

@@ -206,12 +206,11 @@ func New(o Options) (*Server, error) {
 		}),
 		// Agents send only small messages, and a thousand of them stay
 		// connected: gRPC's 32 KiB read buffer per connection was 37 MB of
-		// an idle server's heap at 1,000 agents. The write buffer is
-		// returned to a shared pool after each flush instead of being kept
-		// per connection.
+		// an idle server's heap at 1,000 agents. (The write buffer goes
+		// back to a shared pool after each flush; gRPC does that by
+		// default now.)
 		grpc.ReadBufferSize(readBufferBytes),
 		grpc.WriteBufferSize(writeBufferBytes),
-		grpc.SharedWriteBuffer(true),
 	)
 	agentv1.RegisterCommanderServer(s.grpc, s)
 	return s, nil
