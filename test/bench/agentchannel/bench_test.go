@@ -526,9 +526,10 @@ func fleetTable(names []string) string {
 		if r == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s: cold start per-agent ack p50 %s, p99 %s; server wrote %s (%s content) for the cold start",
+		fmt.Fprintf(&b, "\n%s: cold start per-agent ack p50 %s, p99 %s; server wrote %s (%s content) for the cold start; the agents (this process) used %.2f s of CPU in it",
 			name, dur(quantile(r.coldLat, 0.5)), dur(quantile(r.coldLat, 0.99)),
-			byteSize(r.cold.End.Ctr.WireOut-r.cold.Start.Ctr.WireOut), byteSize(int64(r.cold.End.Ctr.ContentBytes-r.cold.Start.Ctr.ContentBytes)))
+			byteSize(r.cold.End.Ctr.WireOut-r.cold.Start.Ctr.WireOut), byteSize(int64(r.cold.End.Ctr.ContentBytes-r.cold.Start.Ctr.ContentBytes)),
+			r.coldBenchCPU.Seconds())
 		if s := r.sustained; s != nil {
 			fmt.Fprintf(&b, "; sustained 1 change/s: %d published, %d acked by every agent, server %.2f cores, %s/s on the wire, per-agent ack p50 %s p99 %s, last change served everywhere %s after publishing (caught up: %v), RSS %.0f MB, peak %.0f MB",
 				s.published, s.allAcked, s.cores, byteSize(int64(s.wireOutPerS)), dur(quantile(s.lat, 0.5)), dur(quantile(s.lat, 0.99)),

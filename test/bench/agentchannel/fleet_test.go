@@ -416,6 +416,12 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 			Version: version, State: state, Reason: reason}}}, an.id)
 	}
 	set := a.versionSet(an.config)
+	// For a delta from the version this agent holds, only the changed
+	// entries can be missing, as a real agent finds when it links the rest.
+	var delta []*agentv1.FileMeta
+	if an.config.GetBaseVersion() != "" {
+		delta = an.config.GetChanged()
+	}
 	// The decoded announcement (about 3 MB with a full 10 MB manifest) is
 	// not needed any more: let it go before the download, as a thousand
 	// agents wait in it.
@@ -426,7 +432,7 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 		_ = send(&agentv1.Command{Payload: &agentv1.Command_ManifestRequest{ManifestRequest: &agentv1.ManifestRequest{Version: version}}}, an.id)
 		return
 	}
-	want := a.plan(set)
+	want := a.plan(set, delta)
 	if len(want) > 0 {
 		if err := a.download(ctx, rpc, version, set.files, want); err != nil {
 			if ctx.Err() == nil {
@@ -479,24 +485,38 @@ func (a *leanAgent) versionSet(c *agentv1.ConfigAvailable) *versionSet {
 }
 
 // plan returns the indexes of the files whose content the agent lacks,
-// each content once, in manifest order.
-func (a *leanAgent) plan(set *versionSet) []int {
+// each content once, in manifest order: among the changed entries of a
+// delta, or else among all files.
+func (a *leanAgent) plan(set *versionSet, changed []*agentv1.FileMeta) []int {
 	have := a.have.Load()
 	seen := make(map[string]struct{}, 16)
 	var want []int
-	for i, f := range set.files {
+	consider := func(i int, f *agentv1.FileMeta) {
 		h := f.GetSha256()
 		if have != nil {
 			if _, ok := have.hashes[h]; ok {
-				continue
+				return
 			}
 		}
 		if _, dup := seen[h]; dup {
-			continue
+			return
 		}
 		seen[h] = struct{}{}
 		want = append(want, i)
 	}
+	if changed == nil {
+		for i, f := range set.files {
+			consider(i, f)
+		}
+		return want
+	}
+	for _, f := range changed {
+		i, ok := slices.BinarySearchFunc(set.files, f.GetPath(), func(x *agentv1.FileMeta, p string) int { return strings.Compare(x.GetPath(), p) })
+		if ok {
+			consider(i, set.files[i])
+		}
+	}
+	slices.Sort(want)
 	return want
 }
 
