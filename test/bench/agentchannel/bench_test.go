@@ -4,7 +4,6 @@ package agentchannel
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,13 +35,12 @@ func (s fleetSpec) name() string {
 	return fmt.Sprintf("snapshot=%s/agents=%d/real=%d", s.shape.name, s.agents, s.real)
 }
 
-// The measured configurations. At 100 KB every agent can be real; the run
-// with no real agents shows the server's share when a thousand agents' own
-// work is not queued on this machine's two cores, and carries the
-// sustained measurement. At 10 MB a thousand real agents would write
-// 10,065 files each per version (10 M files and 20 GB of tmpfs for two
-// versions, and minutes of CPU here), so those fleets are lean agents plus
-// ten real ones.
+// The measured configurations. At 100 KB every agent can be real; the runs
+// with no real agents show the server's share when a thousand agents' own
+// work is not queued on this machine's two cores, and carry the sustained
+// measurements. At 10 MB a thousand real agents would write 10,065 files
+// each per version (10 M files and 20 GB of tmpfs for two versions, and
+// minutes of CPU here), so those fleets are lean agents plus ten real ones.
 var fleetSpecs = []fleetSpec{
 	{shape: shapeSmall, agents: 10, real: 10, changes: 5},
 	{shape: shapeSmall, agents: 100, real: 100, changes: 5},
@@ -51,20 +49,10 @@ var fleetSpecs = []fleetSpec{
 	{shape: shapeLarge, agents: 10, real: 10, changes: 3},
 	{shape: shapeLarge, agents: 100, real: 10, changes: 3},
 	{shape: shapeLarge, agents: 1000, real: 10, changes: 3},
+	{shape: shapeLarge, agents: 1000, real: 0, changes: 3, sustain: 30 * time.Second},
 }
 
-// sustainLarge adds the sustained run at 10 MB. It is off by default and
-// dangerous on a shared machine: the server's RSS reached 15 GB in it, and
-// the benchmark process took 5 GB more.
-var sustainLarge = flag.Bool("agentbench.sustain-10mb", false,
-	"also publish one change per second for 30 s to 1,000 lean agents on the 10 MB snapshot (the server's RSS reached 15 GB: needs 20+ GB of free memory)")
-
-func specs() []fleetSpec {
-	if !*sustainLarge {
-		return fleetSpecs
-	}
-	return append(slices.Clone(fleetSpecs), fleetSpec{shape: shapeLarge, agents: 1000, real: 0, changes: 1, sustain: 30 * time.Second})
-}
+func specs() []fleetSpec { return fleetSpecs }
 
 const (
 	coldTimeout   = 5 * time.Minute
