@@ -168,10 +168,19 @@ func TestTokenReviewWithAPIServer(t *testing.T) {
 		}
 		// Wait until the API server itself no longer accepts the token, so
 		// the server cannot have cached an answer from before the delete.
-		eventually(t, "the API server refuses the deleted Pod's token", func() bool {
+		// The API server caches a successful token authentication for 10 s,
+		// so this can take longer than eventually's usual wait.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
 			tr, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: deletedPodToken, Audiences: []string{"gatehouse"}}}, metav1.CreateOptions{})
-			return err == nil && !tr.Status.Authenticated
-		})
+			if err == nil && !tr.Status.Authenticated {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the API server still accepts the deleted Pod's token after 30s (last error %v)", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		refused(t, deletedPodToken)
 	})
 	for _, a := range h.srv.Agents() {
