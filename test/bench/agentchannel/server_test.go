@@ -42,10 +42,6 @@ const (
 	// the server process only.
 	envServerEnv = "GATEHOUSE_AGENTBENCH_SERVER_ENV"
 	roleServer   = "server"
-
-	// serverMaxFiles replaces server.DefaultMaxFiles (10,000), which the
-	// issue's own 10 MB snapshot (10,065 files) exceeds.
-	serverMaxFiles = 20000
 )
 
 func benchToken(i int) string { return fmt.Sprintf("bench-token-%05d", i) }
@@ -170,7 +166,6 @@ func serverMain() int {
 		Authenticator: authn.NewStaticTokens(tokens),
 		CertFile:      filepath.Join(dir, "tls.crt"),
 		KeyFile:       filepath.Join(dir, "tls.key"),
-		Limits:        server.Limits{MaxFiles: serverMaxFiles},
 		Logger:        logger.With("component", "agent-server"),
 		Registerer:    c.reg,
 	})
