@@ -16,7 +16,9 @@
 // then is current replaced by rename(2) of a fresh symlink. A reader therefore sees
 // either the old version or the new one, never a mix. The version current pointed at
 // before is kept, so a reader that resolved the link an instant before the swap can
-// finish; older versions and stale temporary entries are removed.
+// finish; older versions and stale temporary entries are removed. Versions are
+// immutable once installed, so a file whose content the current version holds is
+// hard-linked from it rather than written again (Writer.Begin, Stage).
 //
 // # Permissions
 //
