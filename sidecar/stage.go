@@ -143,13 +143,15 @@ func (st *Stage) plan() error {
 			return fmt.Errorf("open %s: %w", versionsDir(st.w.root), err)
 		}
 		defer func() { _ = versions.Close() }()
-		src, err := openVersion(st.w.root, st.prev)
-		if err != nil {
-			return fmt.Errorf("current snapshot %s: %w", st.prev, err)
+		// A current version that cannot be opened is no reason to fail: its
+		// files are downloaded instead.
+		if src, err := openVersion(st.w.root, st.prev); err != nil {
+			st.w.log.Warn("cannot reuse files of the current snapshot; downloading them", "version", st.prev, "error", err)
+		} else {
+			defer func() { _ = src.Close() }()
+			lk = newLinker(versions, st.prev, src, filepath.Base(st.tmp), st.r)
+			defer lk.close()
 		}
-		defer func() { _ = src.Close() }()
-		lk = newLinker(versions, st.prev, src, filepath.Base(st.tmp), st.r)
-		defer lk.close()
 	}
 	for i, f := range st.m.Files {
 		if _, ok := st.placed[f.SHA256]; ok {

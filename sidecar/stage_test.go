@@ -60,6 +60,17 @@ func TestStageLinksWhatTheCurrentVersionHolds(t *testing.T) {
 			wantLinked:  3,
 		},
 		{
+			name: "current version directory gone",
+			damage: func(t *testing.T, root string) {
+				if err := os.RemoveAll(filepath.Join(root, DirVersions, "v1")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			next:        []fileSpec{cfg("apps/a.json", "a2"), base[1], base[2], base[3]},
+			wantMissing: []string{"apps/a.json", "apps/b.json", "policy/bundle.rego", "secrets/tls.key"},
+			wantLinked:  0,
+		},
+		{
 			name: "current file replaced by a symlink",
 			damage: func(t *testing.T, root string) {
 				p := filepath.Join(root, DirVersions, "v1", "apps", "b.json")
