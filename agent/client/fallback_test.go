@@ -26,10 +26,10 @@ func (s *sentCommands) Send(c *agentv1.Command) error {
 	return nil
 }
 func (s *sentCommands) Recv() (*agentv1.Command, error) { select {} }
-func (s *sentCommands) Header() (metadata.MD, error)   { return nil, nil }
-func (s *sentCommands) Trailer() metadata.MD           { return nil }
-func (s *sentCommands) CloseSend() error               { return nil }
-func (s *sentCommands) Context() context.Context       { return context.Background() }
+func (s *sentCommands) Header() (metadata.MD, error)    { return nil, nil }
+func (s *sentCommands) Trailer() metadata.MD            { return nil }
+func (s *sentCommands) CloseSend() error                { return nil }
+func (s *sentCommands) Context() context.Context        { return context.Background() }
 
 // An agent that cannot apply a delta exactly as announced asks for the full
 // manifest, and neither touches the volume nor reports the version.
@@ -98,4 +98,3 @@ func TestDeltaItCannotApplyAsksForTheManifest(t *testing.T) {
 		})
 	}
 }
-
