@@ -66,6 +66,8 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	c.Auth, ps = auth(st, c.Secrets)
 	report(ps)
 	b.keepOIDC(&c.Auth, ps)
+	c.Auth.Accounts, ps = accounts(st)
+	report(ps)
 	var extSecrets map[string][]byte
 	c.Extensions, extSecrets, ps = b.ext.build(st)
 	report(ps)

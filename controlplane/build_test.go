@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -374,5 +375,72 @@ func TestProjectSecret(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, tt.keep)
 			}
 		})
+	}
+}
+
+func TestAccounts(t *testing.T) {
+	tests := []struct {
+		name     string
+		cm       map[string]string
+		secret   map[string]string
+		want     []snapshot.Account
+		problems int
+	}{
+		{"admin only, by default", nil, nil,
+			[]snapshot.Account{{Name: "admin", Enabled: true, Capabilities: []string{"login"}}}, 0},
+		{"admin disabled, its tokens and password time", map[string]string{"admin.enabled": "false"},
+			map[string]string{"admin.tokens": `[{"id":"a1","iat":1}]`, "admin.passwordMtime": "2026-01-02T03:04:05Z", "admin.password": "$2a$hash"},
+			[]snapshot.Account{{Name: "admin", Capabilities: []string{"login"}, APIKeyIDs: []string{"a1"}, PasswordMtime: "2026-01-02T03:04:05Z"}}, 0},
+		{"a local account with keys", map[string]string{"accounts.ci": "apiKey, login, bogus", "accounts.ci.enabled": "true"},
+			map[string]string{"accounts.ci.tokens": `[{"id":"k2","iat":2,"exp":3},{"id":"k1","iat":1}]`, "accounts.ci.password": "$2a$hash"},
+			[]snapshot.Account{{Name: "admin", Enabled: true, Capabilities: []string{"login"}},
+				{Name: "ci", Enabled: true, Capabilities: []string{"apiKey", "login"}, APIKeyIDs: []string{"k1", "k2"}}}, 0},
+		{"enabled that is not a bool disables", map[string]string{"accounts.ci": "apiKey", "accounts.ci.enabled": "yes please"}, nil,
+			[]snapshot.Account{{Name: "admin", Enabled: true, Capabilities: []string{"login"}}, {Name: "ci", Capabilities: []string{"apiKey"}}}, 1},
+		{"tokens that are not JSON revoke every key", map[string]string{"accounts.ci": "apiKey"}, map[string]string{"accounts.ci.tokens": "[{"},
+			[]snapshot.Account{{Name: "admin", Enabled: true, Capabilities: []string{"login"}}, {Name: "ci", Enabled: true, Capabilities: []string{"apiKey"}}}, 1},
+		{"a bad password time disables", map[string]string{"accounts.ci": "login"}, map[string]string{"accounts.ci.passwordMtime": "yesterday"},
+			[]snapshot.Account{{Name: "admin", Enabled: true, Capabilities: []string{"login"}}, {Name: "ci", Capabilities: []string{"login"}}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := NewState()
+			st.ConfigMaps["argocd-cm"] = ConfigMap{Data: tt.cm}
+			data := map[string][]byte{}
+			for k, v := range tt.secret {
+				data[k] = []byte(v)
+			}
+			st.Secrets[ArgoCDSecret] = Secret{Data: data}
+			got, problems := accounts(st)
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tt.want)
+			if string(gj) != string(wj) || len(problems) != tt.problems {
+				t.Errorf("accounts %s with %d problems %v\nwant %s with %d", gj, len(problems), problems, wj, tt.problems)
+			}
+			if strings.Contains(string(gj), "hash") {
+				t.Error("a password hash reached the snapshot")
+			}
+		})
+	}
+}
+
+func TestProjectRoleTokens(t *testing.T) {
+	p := &v1alpha1.AppProject{Spec: v1alpha1.AppProjectSpec{Roles: []v1alpha1.ProjectRole{
+		{Name: "ci", JWTTokens: []v1alpha1.JWTToken{{ID: "old", IssuedAt: 1}, {IssuedAt: 5}}},
+		{Name: "empty"},
+	}}, Status: v1alpha1.AppProjectStatus{JWTTokensByRole: map[string]v1alpha1.JWTTokens{
+		"ci":      {Items: []v1alpha1.JWTToken{{ID: "old", IssuedAt: 1}, {ID: "new", IssuedAt: 9, ExpiresAt: 99}}},
+		"deleted": {Items: []v1alpha1.JWTToken{{ID: "gone", IssuedAt: 3}}},
+	}}}
+	p.Name = "team-a"
+	got := ProjectAppProject(p)
+	want := []snapshot.ProjectRole{
+		{Name: "ci", Tokens: []snapshot.ProjectToken{{IssuedAt: 5}, {ID: "new", IssuedAt: 9}, {ID: "old", IssuedAt: 1}}},
+		{Name: "empty"},
+	}
+	gj, _ := json.Marshal(got.Roles)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("roles %s, want %s (spec and status merged; a role gone from the spec keeps no tokens)", gj, wj)
 	}
 }

@@ -1,7 +1,10 @@
 package controlplane
 
 import (
+	"cmp"
 	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,6 +46,30 @@ func ProjectAppProject(p *v1alpha1.AppProject) snapshot.Project {
 	for _, d := range p.Spec.Destinations {
 		out.Destinations = append(out.Destinations, snapshot.Destination{Name: d.Name, Server: d.Server, Namespace: d.Namespace})
 	}
+	for _, r := range p.Spec.Roles {
+		out.Roles = append(out.Roles, snapshot.ProjectRole{Name: r.Name, Tokens: roleTokens(r.JWTTokens, p.Status.JWTTokensByRole[r.Name].Items)})
+	}
+	return out
+}
+
+// roleTokens merges a role's tokens from the spec (older Argo CD) and the
+// status (current), once each, sorted: Argo CD honours a token listed in
+// either.
+func roleTokens(lists ...[]v1alpha1.JWTToken) []snapshot.ProjectToken {
+	seen := map[snapshot.ProjectToken]bool{}
+	var out []snapshot.ProjectToken
+	for _, l := range lists {
+		for _, t := range l {
+			pt := snapshot.ProjectToken{ID: t.ID, IssuedAt: t.IssuedAt}
+			if !seen[pt] {
+				seen[pt] = true
+				out = append(out, pt)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b snapshot.ProjectToken) int {
+		return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.IssuedAt, b.IssuedAt))
+	})
 	return out
 }
 

@@ -138,7 +138,10 @@ func (s *Store) Replace(st *State) {
 
 func equalProject(a, b snapshot.Project) bool {
 	return a.Name == b.Name && slices.Equal(a.SourceNamespaces, b.SourceNamespaces) &&
-		slices.Equal(a.Destinations, b.Destinations)
+		slices.Equal(a.Destinations, b.Destinations) &&
+		slices.EqualFunc(a.Roles, b.Roles, func(x, y snapshot.ProjectRole) bool {
+			return x.Name == y.Name && slices.Equal(x.Tokens, y.Tokens)
+		})
 }
 
 func equalConfigMap(a, b ConfigMap) bool {

@@ -10,8 +10,9 @@ import (
 
 // CacheOptions keep the shared cache small: AppProjects and settings only
 // from the control-plane namespace, and no managedFields or last-applied
-// copies (Argo CD's objects carry large ones). Status is never stored: the
-// v1alpha1 types have no status field.
+// copies (Argo CD's objects carry large ones). An Application's status is never
+// stored (the v1alpha1 type has none); of an AppProject's, only the project
+// role tokens.
 func CacheOptions(controlPlaneNamespace string) cache.Options {
 	ns := map[string]cache.Config{controlPlaneNamespace: {}}
 	return cache.Options{

@@ -53,6 +53,18 @@ func (p *AppProject) DeepCopyInto(out *AppProject) {
 	if p.Spec.Destinations != nil {
 		out.Spec.Destinations = append([]ApplicationDestination(nil), p.Spec.Destinations...)
 	}
+	if p.Spec.Roles != nil {
+		out.Spec.Roles = make([]ProjectRole, len(p.Spec.Roles))
+		for i, r := range p.Spec.Roles {
+			out.Spec.Roles[i] = ProjectRole{Name: r.Name, JWTTokens: append([]JWTToken(nil), r.JWTTokens...)}
+		}
+	}
+	if p.Status.JWTTokensByRole != nil {
+		out.Status.JWTTokensByRole = make(map[string]JWTTokens, len(p.Status.JWTTokensByRole))
+		for k, v := range p.Status.JWTTokensByRole {
+			out.Status.JWTTokensByRole[k] = JWTTokens{Items: append([]JWTToken(nil), v.Items...)}
+		}
+	}
 }
 
 // DeepCopy returns a copy of p.

@@ -46,16 +46,44 @@ type ApplicationList struct {
 }
 
 // AppProject is the projection of an Argo CD AppProject that Gatehouse reads.
+// Of the status it keeps only the project role tokens, which the proxy needs
+// to refuse a deleted token.
 type AppProject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              AppProjectSpec `json:"spec"`
+	Spec              AppProjectSpec   `json:"spec"`
+	Status            AppProjectStatus `json:"status,omitzero"`
 }
 
 // AppProjectSpec holds the fields of an AppProject's spec Gatehouse uses.
 type AppProjectSpec struct {
 	SourceNamespaces []string                 `json:"sourceNamespaces,omitempty"`
 	Destinations     []ApplicationDestination `json:"destinations,omitempty"`
+	Roles            []ProjectRole            `json:"roles,omitempty"`
+}
+
+// ProjectRole is a project role's name and the tokens issued for it
+// (older Argo CD versions kept them in the spec).
+type ProjectRole struct {
+	Name      string     `json:"name"`
+	JWTTokens []JWTToken `json:"jwtTokens,omitempty"`
+}
+
+// JWTToken identifies one project role token.
+type JWTToken struct {
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp,omitempty"`
+	ID        string `json:"id,omitempty"`
+}
+
+// AppProjectStatus holds the project role tokens by role.
+type AppProjectStatus struct {
+	JWTTokensByRole map[string]JWTTokens `json:"jwtTokensByRole,omitempty"`
+}
+
+// JWTTokens is the list of a role's tokens.
+type JWTTokens struct {
+	Items []JWTToken `json:"items,omitempty"`
 }
 
 // AppProjectList is a list of AppProjects.

@@ -290,6 +290,18 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 			t.Errorf("%s: %v, want %v", check.what, check.got, check.want)
 		}
 	}
+	var accounts []string
+	for _, a := range c.Auth.Accounts {
+		accounts = append(accounts, fmt.Sprintf("%s enabled=%v %v keys=%v mtime=%s", a.Name, a.Enabled, a.Capabilities, a.APIKeyIDs, a.PasswordMtime))
+	}
+	if want := []string{"admin enabled=true [login] keys=[] mtime=2026-11-01T10:00:00Z", "ci enabled=true [apiKey] keys=[ci-key-1] mtime="}; !sameSet(accounts, want) {
+		t.Errorf("accounts %q, want %q", accounts, want)
+	}
+	for _, p := range c.Projects {
+		if p.Name == "team-a" && (len(p.Roles) != 1 || len(p.Roles[0].Tokens) != 2) {
+			t.Errorf("team-a roles %+v: want deployer with the spec's and the status's tokens", p.Roles)
+		}
+	}
 	if o := c.Auth.OIDC; o == nil || !o.Dex || o.Issuer != "https://argocd.example.com/api/dex" {
 		t.Errorf("oidc %+v: want Argo CD's Dex", o)
 	}
@@ -297,7 +309,7 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 		t.Errorf("policy data %s: want the team-a ConfigMap's", c.Policy["data.json"])
 	}
 	for p, b := range m {
-		for _, leak := range []string{"prod-cluster-credential", "staging-credential", "repo-credential", "not-for-snapshots", "never-referenced"} {
+		for _, leak := range []string{"prod-cluster-credential", "staging-credential", "repo-credential", "not-for-snapshots", "never-referenced", "$2a$"} {
 			if bytes.Contains(b, []byte(leak)) {
 				t.Errorf("%s carries %q, which the snapshot must never hold", p, leak)
 			}

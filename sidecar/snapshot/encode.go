@@ -207,6 +207,10 @@ func sortedCopy(c *Content) Content {
 	n.Clusters = slices.SortedFunc(slices.Values(c.Clusters), func(a, b Cluster) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Server, b.Server))
 	})
+	n.Auth.Accounts = slices.SortedFunc(slices.Values(c.Auth.Accounts), func(a, b Account) int { return strings.Compare(a.Name, b.Name) })
+	if len(n.Auth.Accounts) == 0 {
+		n.Auth.Accounts = nil
+	}
 	if n.Extensions == nil {
 		n.Extensions = []Extension{}
 	}

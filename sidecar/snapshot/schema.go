@@ -50,6 +50,23 @@ type Project struct {
 	Name             string        `json:"name"`
 	SourceNamespaces []string      `json:"sourceNamespaces,omitempty"`
 	Destinations     []Destination `json:"destinations,omitempty"`
+	// Roles are the project's roles with the tokens Argo CD still
+	// honours: a project role token (signed with server.secretkey, often
+	// without expiry) is valid only while it is listed here.
+	Roles []ProjectRole `json:"roles,omitempty"`
+}
+
+// ProjectRole is one role of a project and its live tokens.
+type ProjectRole struct {
+	Name   string         `json:"name"`
+	Tokens []ProjectToken `json:"tokens,omitempty"`
+}
+
+// ProjectToken identifies a token by id (jti) or, for old tokens without
+// one, by issue time, as Argo CD matches them.
+type ProjectToken struct {
+	ID       string `json:"id,omitempty"`
+	IssuedAt int64  `json:"iat"`
 }
 
 // Cluster is a destination cluster: name and API server URL, never its
@@ -163,6 +180,22 @@ type Auth struct {
 	// GroupsClaims are the claims groups are read from (Argo CD's
 	// scopes in policy.csv's companion setting); empty means ["groups"].
 	GroupsClaims []string `json:"groupsClaims,omitempty"`
+	// Accounts are Argo CD's local accounts, admin included: a correctly
+	// signed local token is honoured only while its account is enabled,
+	// has the capability, and (API keys) still lists the key.
+	Accounts []Account `json:"accounts,omitempty"`
+}
+
+// Account is one Argo CD local account; no password hash, ever.
+type Account struct {
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
+	// Capabilities: "login" (UI sessions) and "apiKey".
+	Capabilities []string `json:"capabilities,omitempty"`
+	// APIKeyIDs are the ids of the account's live API keys.
+	APIKeyIDs []string `json:"apiKeyIDs,omitempty"`
+	// PasswordMtime (RFC 3339) voids tokens issued before it.
+	PasswordMtime string `json:"passwordMtime,omitempty"`
 }
 
 // OIDC is the issuer SSO tokens come from: Argo CD's bundled Dex or an

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
@@ -206,6 +207,23 @@ func checkRef(where string, ref *SecretRef, secrets map[string][]byte) []error {
 
 func (c *Content) validateAuth() []error {
 	var errs []error
+	accounts := map[string]bool{}
+	for _, a := range c.Auth.Accounts {
+		if a.Name == "" || accounts[a.Name] {
+			errs = append(errs, fmt.Errorf("auth.accounts: account %q: the name is empty or listed twice", a.Name))
+		}
+		accounts[a.Name] = true
+		for _, cap := range a.Capabilities {
+			if cap != "login" && cap != "apiKey" {
+				errs = append(errs, fmt.Errorf("auth.accounts: account %q: unknown capability %q", a.Name, cap))
+			}
+		}
+		if a.PasswordMtime != "" {
+			if _, err := time.Parse(time.RFC3339, a.PasswordMtime); err != nil {
+				errs = append(errs, fmt.Errorf("auth.accounts: account %q: passwordMtime %q is not RFC 3339", a.Name, a.PasswordMtime))
+			}
+		}
+	}
 	errs = append(errs, checkRef("auth.localSecretKey", c.Auth.LocalSecretKey, c.Secrets)...)
 	if o := c.Auth.OIDC; o != nil {
 		if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {

@@ -1,0 +1,114 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+)
+
+// The built-in account and the keys of local accounts, as Argo CD's
+// settings manager reads them: argocd-cm holds "accounts.<name>" (its
+// capabilities) and "accounts.<name>.enabled"; argocd-secret holds
+// "accounts.<name>.tokens" and ".passwordMtime"; admin's keys are
+// "admin.enabled", "admin.tokens" and "admin.passwordMtime".
+const (
+	adminAccount   = "admin"
+	accountsPrefix = "accounts."
+)
+
+// accountToken is one entry of an account's tokens list.
+type accountToken struct {
+	ID string `json:"id"`
+}
+
+// accounts lists Argo CD's local accounts for the proxy to vet local tokens
+// against. Never the password hashes. A value Argo CD could not parse
+// leaves the account disabled (or without API keys) and is reported: a
+// typo must not revive a revoked token.
+func accounts(st *State) ([]snapshot.Account, []Problem) {
+	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
+	secret := st.Secrets[ArgoCDSecret].Data
+	var problems []Problem
+	bad := func(kind, name, format string, args ...any) {
+		problems = append(problems, Problem{Kind: kind, Name: name, Reason: ReasonInvalidAuthConfig, Message: fmt.Sprintf(format, args...)})
+	}
+	byName := map[string]*snapshot.Account{adminAccount: {Name: adminAccount, Enabled: true, Capabilities: []string{"login"}}}
+	for _, key := range slices.Sorted(maps.Keys(cm)) {
+		rest, ok := strings.CutPrefix(key, accountsPrefix)
+		if !ok {
+			continue
+		}
+		name, suffix, _ := strings.Cut(rest, ".")
+		if name == "" || name == adminAccount || strings.Contains(suffix, ".") || (suffix != "" && suffix != "enabled") {
+			continue
+		}
+		a := byName[name]
+		if a == nil {
+			a = &snapshot.Account{Name: name, Enabled: true}
+			byName[name] = a
+		}
+		if suffix == "" {
+			a.Capabilities = capabilities(cm[key])
+		}
+	}
+	for name, a := range byName {
+		prefix := accountsPrefix + name + "."
+		if name == adminAccount {
+			prefix = adminAccount + "."
+		}
+		if raw, ok := cm[prefix+"enabled"]; ok {
+			enabled, err := strconv.ParseBool(strings.TrimSpace(raw))
+			if err != nil {
+				bad("ConfigMap", settings.ArgoCDConfigMap, "%senabled is %q, not true or false; the account is treated as disabled", prefix, raw)
+			}
+			a.Enabled = enabled && err == nil
+		}
+		if raw, ok := secret[prefix+"tokens"]; ok && len(raw) > 0 {
+			var tokens []accountToken
+			if err := json.Unmarshal(raw, &tokens); err != nil {
+				bad("Secret", ArgoCDSecret, "%stokens is not a JSON list of tokens; the account's API keys are refused until it is fixed", prefix)
+			}
+			for _, t := range tokens {
+				if t.ID != "" {
+					a.APIKeyIDs = append(a.APIKeyIDs, t.ID)
+				}
+			}
+			slices.Sort(a.APIKeyIDs)
+		}
+		if raw, ok := secret[prefix+"passwordMtime"]; ok {
+			mtime, err := time.Parse(time.RFC3339, strings.TrimSpace(string(raw)))
+			if err != nil {
+				bad("Secret", ArgoCDSecret, "%spasswordMtime is not an RFC 3339 time; the account is treated as disabled", prefix)
+				a.Enabled = false
+				continue
+			}
+			a.PasswordMtime = mtime.UTC().Format(time.RFC3339)
+		}
+	}
+	out := make([]snapshot.Account, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, *byName[name])
+	}
+	return out, problems
+}
+
+// capabilities reads "apiKey, login"; unknown words are ignored, as Argo CD
+// ignores them.
+func capabilities(raw string) []string {
+	var out []string
+	for c := range strings.SplitSeq(raw, ",") {
+		c = strings.TrimSpace(c)
+		if (c == "login" || c == "apiKey") && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
