@@ -57,8 +57,11 @@ func Decode(get func(path string) ([]byte, bool)) (*Content, error) {
 }
 
 func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
-	if err := sidecar.ValidatePath(e.Path); err != nil || e.Path == IndexFile {
-		return nil, fmt.Errorf("not a valid path for a snapshot file: %v", err)
+	if e.Path == IndexFile {
+		return nil, errors.New("the index lists itself")
+	}
+	if err := sidecar.ValidatePath(e.Path); err != nil {
+		return nil, fmt.Errorf("not a valid path for a snapshot file: %w", err)
 	}
 	b, ok := get(e.Path)
 	if !ok {
