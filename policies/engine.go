@@ -58,6 +58,7 @@ type compiled struct {
 	enforcing bool
 	withPath  bool
 	cache     *decisionCache
+	keys      *inputKeys
 }
 
 type options struct {
@@ -213,7 +214,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 }
 
 func (c *compiled) eval(ctx context.Context, in *Input) (Decision, error) {
-	rs, err := c.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+	rs, err := c.query.Eval(ctx, rego.EvalParsedInput(in.astValue(c.keys)))
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluate policy %s: %w", c.revision, err)
 	}
@@ -272,47 +273,17 @@ func decodeDecision(v any, d *Decision) error {
 	return nil
 }
 
-// compileBundle parses and compiles b, validates its data, and prepares the
-// query. iqvc may be nil (for Check).
-// The grant index. A policy that defines IndexRule (the default policy does)
-// gets it evaluated once per load, without input, and its value stored at
-// data.gatehouse.index, so each decision looks grants up instead of
-// rearranging data.gatehouse.roles again.
-const IndexRule = "data.gatehouse.extensions.index_from_data"
-
-var indexPath = storage.MustParsePath("/" + DataKey + "/index")
-
-func precomputeIndex(ctx context.Context, compiler *ast.Compiler, store storage.Store, data map[string]any) error {
-	if _, ok := data[DataKey].(map[string]any); !ok {
-		return nil
-	}
-	if len(compiler.GetRules(ast.MustParseRef(IndexRule))) == 0 {
-		return nil
-	}
-	// The index stays an AST value (no round trip through Go maps), as the
-	// store holds AST values.
-	asAST := rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil })
-	rs, err := rego.New(rego.Compiler(compiler), rego.Store(store), rego.Query(IndexRule), asAST).Eval(ctx)
-	if err != nil {
-		return fmt.Errorf("build grant index (%s): %w", IndexRule, err)
-	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return fmt.Errorf("build grant index: %s is undefined", IndexRule)
-	}
-	if err := storage.WriteOne(ctx, store, storage.AddOp, indexPath, rs[0].Expressions[0].Value); err != nil {
-		return fmt.Errorf("store grant index: %w", err)
-	}
-	return nil
-}
-
+// compileBundle parses and compiles b, validates its data, generates the
+// grant rules if the policy reads them, and prepares the query. iqvc may be
+// nil (for Check).
 func compileBundle(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache) (*compiled, []string, error) {
-	return compileBundleIndexed(ctx, b, iqvc, true)
+	return compileBundleWith(ctx, b, iqvc, true)
 }
 
-// compileBundleIndexed is compileBundle; withIndex false leaves the grant
-// index to be computed on each evaluation (as opa test does), for tests that
-// compare the two.
-func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache, withIndex bool) (*compiled, []string, error) {
+// compileBundleWith is compileBundle; generate false leaves the generated
+// package out, so the policy matches grants from data as opa test does, for
+// tests that compare the two.
+func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache, generate bool) (*compiled, []string, error) {
 	rev := b.Manifest.Revision
 	name := rev
 	if name == "" {
@@ -342,6 +313,16 @@ func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryVa
 	if err != nil {
 		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
 	}
+	if err := checkNotGenerated(modules); err != nil {
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+	}
+	if generate && refersToGenerated(modules) {
+		mod, err := generateGrants(data)
+		if err != nil {
+			return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		}
+		modules[GeneratedModulePath] = mod
+	}
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false)
 	compiler.Compile(modules)
 	if compiler.Failed() {
@@ -353,11 +334,6 @@ func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryVa
 	}
 
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
-	if withIndex {
-		if err := precomputeIndex(ctx, compiler, store, data); err != nil {
-			return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
-		}
-	}
 	ropts := []func(*rego.Rego){
 		rego.Compiler(compiler),
 		rego.Store(store),
@@ -377,5 +353,6 @@ func compileBundleIndexed(ctx context.Context, b Bundle, iqvc cache.InterQueryVa
 		revision:  rev,
 		enforcing: b.Manifest.IsEnforcing(),
 		withPath:  b.Manifest.Metadata.CacheKeyIncludesPath,
+		keys:      newInputKeys(),
 	}, warnings, nil
 }

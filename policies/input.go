@@ -94,61 +94,83 @@ func isUpper(s string) bool {
 	return true
 }
 
+// inputKeys are the object keys of the Rego input, made once per policy
+// version instead of once per decision.
+type inputKeys struct {
+	user, id, username, groups, extension, request, method, path             *ast.Term
+	application, namespace, name, project, destination, server               *ast.Term
+	sourceNamespaces, destinations, permitOnlyProjectScopedClusters, cluster *ast.Term
+}
+
+func newInputKeys() *inputKeys {
+	return &inputKeys{
+		user: ast.StringTerm("user"), id: ast.StringTerm("id"), username: ast.StringTerm("username"),
+		groups: ast.StringTerm("groups"), extension: ast.StringTerm("extension"),
+		request: ast.StringTerm("request"), method: ast.StringTerm("method"), path: ast.StringTerm("path"),
+		application: ast.StringTerm("application"), namespace: ast.StringTerm("namespace"),
+		name: ast.StringTerm("name"), project: ast.StringTerm("project"),
+		destination: ast.StringTerm("destination"), server: ast.StringTerm("server"),
+		sourceNamespaces: ast.StringTerm("sourceNamespaces"), destinations: ast.StringTerm("destinations"),
+		permitOnlyProjectScopedClusters: ast.StringTerm("permitOnlyProjectScopedClusters"),
+		cluster:                         ast.StringTerm("cluster"),
+	}
+}
+
 // astValue builds the Rego input directly, without a JSON round trip.
-func (in *Input) astValue() ast.Value {
+func (in *Input) astValue(k *inputKeys) ast.Value {
 	user := ast.NewObject(
-		item("id", ast.String(in.User.ID)),
-		item("username", ast.String(in.User.Username)),
-		item("groups", stringArray(in.User.Groups)),
+		item(k.id, ast.String(in.User.ID)),
+		item(k.username, ast.String(in.User.Username)),
+		item(k.groups, stringArray(in.User.Groups)),
 	)
 	obj := ast.NewObject(
-		item("user", user),
-		item("extension", ast.String(in.Extension)),
-		item("request", ast.NewObject(
-			item("method", ast.String(in.Request.Method)),
-			item("path", ast.String(in.Request.Path)),
+		item(k.user, user),
+		item(k.extension, ast.String(in.Extension)),
+		item(k.request, ast.NewObject(
+			item(k.method, ast.String(in.Request.Method)),
+			item(k.path, ast.String(in.Request.Path)),
 		)),
 	)
 	if a := in.Application; a != nil {
-		obj.Insert(ast.InternedTerm("application"), ast.NewTerm(ast.NewObject(
-			item("namespace", ast.String(a.Namespace)),
-			item("name", ast.String(a.Name)),
-			item("project", ast.String(a.Project)),
-			item("destination", destinationValue(a.Destination)),
+		obj.Insert(k.application, ast.NewTerm(ast.NewObject(
+			item(k.namespace, ast.String(a.Namespace)),
+			item(k.name, ast.String(a.Name)),
+			item(k.project, ast.String(a.Project)),
+			item(k.destination, destinationValue(k, a.Destination)),
 		)))
 	}
 	if p := in.Project; p != nil {
 		dests := make([]*ast.Term, len(p.Destinations))
 		for i, d := range p.Destinations {
-			dests[i] = ast.NewTerm(destinationValue(d))
+			dests[i] = ast.NewTerm(destinationValue(k, d))
 		}
-		obj.Insert(ast.InternedTerm("project"), ast.NewTerm(ast.NewObject(
-			item("name", ast.String(p.Name)),
-			item("sourceNamespaces", stringArray(p.SourceNamespaces)),
-			item("destinations", ast.NewArray(dests...)),
-			item("permitOnlyProjectScopedClusters", ast.Boolean(p.PermitOnlyProjectScopedClusters)),
+		obj.Insert(k.project, ast.NewTerm(ast.NewObject(
+			item(k.name, ast.String(p.Name)),
+			item(k.sourceNamespaces, stringArray(p.SourceNamespaces)),
+			item(k.destinations, ast.NewArray(dests...)),
+			item(k.permitOnlyProjectScopedClusters, ast.Boolean(p.PermitOnlyProjectScopedClusters)),
 		)))
 	}
 	if c := in.Cluster; c != nil {
-		obj.Insert(ast.InternedTerm("cluster"), ast.NewTerm(ast.NewObject(
-			item("name", ast.String(c.Name)),
-			item("server", ast.String(c.Server)),
-			item("project", ast.String(c.Project)),
+		obj.Insert(k.cluster, ast.NewTerm(ast.NewObject(
+			item(k.name, ast.String(c.Name)),
+			item(k.server, ast.String(c.Server)),
+			item(k.project, ast.String(c.Project)),
 		)))
 	}
 	return obj
 }
 
-func destinationValue(d Destination) ast.Value {
+func destinationValue(k *inputKeys, d Destination) ast.Value {
 	return ast.NewObject(
-		item("name", ast.String(d.Name)),
-		item("server", ast.String(d.Server)),
-		item("namespace", ast.String(d.Namespace)),
+		item(k.name, ast.String(d.Name)),
+		item(k.server, ast.String(d.Server)),
+		item(k.namespace, ast.String(d.Namespace)),
 	)
 }
 
-func item(k string, v ast.Value) [2]*ast.Term {
-	return [2]*ast.Term{ast.InternedTerm(k), ast.NewTerm(v)}
+func item(k *ast.Term, v ast.Value) [2]*ast.Term {
+	return [2]*ast.Term{k, ast.NewTerm(v)}
 }
 
 func stringArray(ss []string) ast.Value {

@@ -16,6 +16,10 @@
 #        and no deny rule forbids it (deny wins);
 #     4. for an application request, the Application's project still permits
 #        the Application's namespace and its destination.
+#
+#   Every request the proxy makes without a cached decision runs this, so the
+#   rules on the path of an allowed request read input directly and are few:
+#   each expression costs OPA about half a microsecond.
 package gatehouse.extensions
 
 # ---------------------------------------------------------------------------
@@ -32,7 +36,7 @@ decision := {"allow": false, "reason": msg} if {
 	msg := extension_problem
 } else := {"allow": false, "reason": msg} if {
 	msg := project_problem
-} else := {"allow": true, "reason": allow_reason, "headers": headers}
+} else := {"allow": true, "reason": concat("", ["allowed by ", concat(", ", sort(extension_allowers - extension_deniers))]), "headers": headers}
 
 # ---------------------------------------------------------------------------
 # Configuration (data.gatehouse.config), with defaults
@@ -42,16 +46,14 @@ default control_plane_namespace := "argocd"
 
 control_plane_namespace := data.gatehouse.config.controlPlaneNamespace
 
-default require_application_get := true
-
-require_application_get := data.gatehouse.config.requireApplicationGet
-
 # "all": a deny rule in any of the user's roles wins (Gatehouse's default).
 # "subject": Argo CD's evaluation: the default roles, the user and each group
 # are judged apart; access needs one of them to allow with no deny of its own.
 default deny_scope := "all"
 
 deny_scope := data.gatehouse.config.denyScope
+
+subject_scope if data.gatehouse.config.denyScope == "subject"
 
 # ---------------------------------------------------------------------------
 # Request facts
@@ -71,7 +73,7 @@ app_name := object.get(input.application, "name", "")
 
 # An Application with no namespace lives in the control-plane namespace.
 app_namespace := ns if {
-	ns := object.get(input.application, "namespace", "")
+	ns := input.application.namespace
 	ns != ""
 } else := control_plane_namespace
 
@@ -82,136 +84,126 @@ app_rbac_name := concat("/", [app_project, app_name]) if {
 
 app_label := concat("/", [app_namespace, app_name])
 
-input_problem := "denied: the request has no authenticated user" if {
+input_problem := msg if {
+	not input_complete
+	msg := input_denial
+}
+
+# input_complete holds exactly when no case of input_denial does.
+input_complete if {
+	input.application.name != ""
+	input.application.project != ""
+	input.user.id != ""
+	input.extension != ""
+}
+
+input_complete if {
+	not input.application
+	input.user.id != ""
+	input.extension != ""
+}
+
+input_denial := "denied: the request has no authenticated user" if {
 	user_id == ""
 } else := "denied: the request names no extension" if {
 	extension == ""
-} else := "denied: the request's application has no name or project" if {
-	application_request
-	"" in {app_name, app_project}
-}
+} else := "denied: the request's application has no name or project"
 
 # ---------------------------------------------------------------------------
 # Subjects: the user (bound by id), each of the user's groups, and the default
 # roles every user holds. Their roles come from data.gatehouse.bindings.
 # ---------------------------------------------------------------------------
 
-subjects contains "default"
+user_subject := concat(":", ["user", user_id])
 
-subjects contains concat(":", ["user", user_id])
+subjects := {"default", user_subject} | {concat(":", ["group", g]) | some g in input.user.groups}
 
-subjects contains concat(":", ["group", g]) if some g in input.user.groups
+# [subject, role] for every role the user holds, and through which subject.
+subject_roles contains ["default", r] if some r in data.gatehouse.config.defaultRoles
 
-roles contains r if some r in data.gatehouse.config.defaultRoles
+subject_roles contains [user_subject, r] if some r in data.gatehouse.bindings.users[user_id]
 
-roles contains r if some r in data.gatehouse.bindings.users[user_id]
-
-roles contains r if {
+subject_roles contains [concat(":", ["group", g]), r] if {
 	some g in input.user.groups
 	some r in data.gatehouse.bindings.groups[g]
 }
 
+roles := {r | some [_, r] in subject_roles}
+
 # ---------------------------------------------------------------------------
-# The grant index: data.gatehouse rearranged by subject, extension name and
-# project, with every default filled in, so a request looks up the few grants
-# that can apply instead of scanning them all. The engine evaluates
-# index_from_data once per policy version and stores it at
-# data.gatehouse.index; without that (opa test, or tests that mock parts of
-# data.gatehouse) it is computed here, by the same rules.
+# Matching grants. Patterns are globs without separators (glob.match with null
+# delimiters), as in Argo CD's RBAC, so "*" also matches "/"; a plain name is a
+# glob that matches only itself; a missing pattern is "*".
 #
-# index.subjects["user:<id>" | "group:<name>" | "default"]:
-#   extensions[<name>].projects[<project>]  grants for this extension and project
-#   extensions[<name>].anyProject           ... whose project is a glob
-#   extensions[<name>].system               ... that apply to system requests
-#   extensionGlobs                          grants whose extension is a glob
-#   applications[<project>]                 applications grants for this project
-#   applicationsAnyProject                  ... whose project is a glob
-# Each grant carries its role.
+# The roles whose grants apply to this request, split into the roles that
+# allow and the roles that deny, come from one of two places that give the
+# same answer:
+#
+#   - data.gatehouse.generated, a module the engine builds from
+#     data.gatehouse on every load (policies/generate.go): one rule per grant,
+#     whose subjects, extension and project are conditions on input that OPA's
+#     rule indexer selects on, so a decision evaluates only the few grants
+#     that can apply;
+#   - without it (opa test, tests that mock data.gatehouse), the rules below,
+#     which scan the grants of the user's roles.
+#
+# TestGeneratedGrantsMatchData holds the two to the same decisions.
 # ---------------------------------------------------------------------------
 
-index := data.gatehouse.index if {
-	data.gatehouse.index
-} else := index_from_data
+application_allowers := x if {
+	x := data.gatehouse.generated.application_allowed
+} else := {r | some [r, g] in application_grants_from_data; not is_deny(g)}
 
-index_from_data := {"subjects": object.union_n([
-	{"default": subject_index(object.get(data.gatehouse.config, "defaultRoles", []))},
-	{concat(":", ["user", id]): subject_index(rs) | some id, rs in data.gatehouse.bindings.users},
-	{concat(":", ["group", g]): subject_index(rs) | some g, rs in data.gatehouse.bindings.groups},
-])}
+application_deniers := x if {
+	x := data.gatehouse.generated.application_denied
+} else := {r | some [r, g] in application_grants_from_data; is_deny(g)}
 
-# subject_index(role_names): the grants of these roles, arranged for lookup.
-subject_index(role_names) := {
-	"extensions": {name: {
-		"projects": {p: [g | some g in named; g.project == p] | some g in named; p := g.project; not is_glob(p)},
-		"anyProject": [g | some g in named; is_glob(g.project)],
-		"system": [g | some g in named; g.system],
-	} |
-		some name in {g.extension | some g in exts; not is_glob(g.extension)}
-		named := [g | some g in exts; g.extension == name]
-	},
-	"extensionGlobs": [g | some g in exts; is_glob(g.extension)],
-	"applications": {p: [g | some g in apps; g.project == p] | some g in apps; p := g.project; not is_glob(p)},
-	"applicationsAnyProject": [g | some g in apps; is_glob(g.project)],
-} if {
-	names := {r | some r in role_names}
-	exts := [g | some r in names; some g in normal_roles[r].extensions]
-	apps := [g | some r in names; some g in normal_roles[r].applications]
+extension_allowers := x if {
+	x := data.gatehouse.generated.extension_allowed
+} else := {r | some [r, g] in extension_grants_from_data; not is_deny(g)}
+
+extension_deniers := x if {
+	x := data.gatehouse.generated.extension_denied
+} else := {r | some [r, g] in extension_grants_from_data; is_deny(g)}
+
+# [role, headers] for the matching allow grants that carry headers.
+extension_header_grants := x if {
+	x := data.gatehouse.generated.extension_headers
+} else := {[r, h] |
+	some [r, g] in extension_grants_from_data
+	not is_deny(g)
+	h := object.get(g, "headers", {})
+	count(h) > 0
 }
 
-# Every role's grants with defaults filled in, computed once.
-normal_roles[name] := {
-	"extensions": [normal_extension_grant(name, g) | some g in object.get(role, "extensions", [])],
-	"applications": [normal_application_grant(name, g) | some g in object.get(role, "applications", [])],
-} if {
-	some name, role in data.gatehouse.roles
+application_grants_from_data contains [r, g] if {
+	application_request
+	some r in roles
+	some g in object.get(data.gatehouse.roles, [r, "applications"], [])
+	application_grant_applies(g)
 }
 
-normal_extension_grant(role, g) := {
-	"role": role,
-	"extension": object.get(g, "extension", "*"),
-	"project": project,
-	"namespace": namespace,
-	"application": application,
-	"system": {project, namespace, application} == {"*"},
-	# {METHOD: true}; a method not listed gets anyMethod
-	"methods": {m: true | some m in object.get(g, "methods", [])},
-	"anyMethod": any_method(g),
-	"deny": object.get(g, "effect", "allow") == "deny",
-	"headers": object.get(g, "headers", {}),
-} if {
-	project := object.get(g, "project", "*")
-	namespace := object.get(g, "namespace", "*")
-	application := object.get(g, "application", "*")
+extension_grants_from_data contains [r, g] if {
+	some r in roles
+	some g in object.get(data.gatehouse.roles, [r, "extensions"], [])
+	extension_grant_applies(g)
 }
 
-any_method(g) if not g.methods
-
-any_method(g) if "*" in g.methods
-
-default any_method(_) := false
-
-# An applications grant names Applications by an Argo CD object ("team-a/*")
-# or by project, namespace and application globs; the other form is "*". A
-# grant given as an object is filed under its project when the part before the
-# first "/" is a plain name: project names hold no "/", so only that project's
-# Applications can match it.
-normal_application_grant(role, g) := {
-	"role": role,
-	"object": object.get(g, "object", "*"),
-	"project": project,
-	"namespace": object.get(g, "namespace", "*"),
-	"application": object.get(g, "application", "*"),
-	"deny": object.get(g, "effect", "allow") == "deny",
-} if {
-	project := object_project(g.object)
-} else := {
-	"role": role,
-	"object": "*",
-	"project": object.get(g, "project", "*"),
-	"namespace": object.get(g, "namespace", "*"),
-	"application": object.get(g, "application", "*"),
-	"deny": object.get(g, "effect", "allow") == "deny",
+# An applications grant names Applications by an Argo CD RBAC object
+# ("team-a/*", matched against app_rbac_name) or by project, namespace and
+# application globs. An object whose part before the first "/" is a plain name
+# names that project: project names hold no "/", so only its Applications can
+# match.
+application_grant_applies(g) if {
+	glob.match(object.get(g, "object", "*"), null, app_rbac_name)
+	glob.match(grant_project(g), null, app_project)
+	glob.match(object.get(g, "namespace", "*"), null, app_namespace)
+	glob.match(object.get(g, "application", "*"), null, app_name)
 }
+
+grant_project(g) := object_project(g.object) if {
+	g.object
+} else := object.get(g, "project", "*")
 
 object_project(o) := p if {
 	p := split(o, "/")[0]
@@ -221,132 +213,102 @@ object_project(o) := p if {
 
 is_glob(p) if regex.match(`[*?\[\]{}\\]`, p)
 
-# ---------------------------------------------------------------------------
-# Matching: patterns are globs without separators (glob.match with null
-# delimiters), as in Argo CD's RBAC, so "*" also matches "/". A plain name is
-# a glob that matches only itself.
-#
-# Hits are [subject, role, deny] for the grants that apply. Access is granted
-# when some role allows and no role denies; with deny_scope "subject", allow
-# and deny are weighed within each subject.
-# ---------------------------------------------------------------------------
-
-granted(hits) if {
-	deny_scope != "subject"
-	some [_, _, false] in hits
-	not deny_in(hits)
+# An extension grant that names a project, namespace or application applies
+# only to application requests; one that names none of them applies to system
+# requests too.
+extension_grant_applies(g) if {
+	glob.match(object.get(g, "extension", "*"), null, extension)
+	method_permitted(g)
+	in_scope(g)
 }
 
-granted(hits) if {
-	deny_scope == "subject"
-	some [s, _, false] in hits
-	not [s, true] in {[t, d] | some [t, _, d] in hits}
+in_scope(g) if {
+	application_request
+	glob.match(object.get(g, "project", "*"), null, app_project)
+	glob.match(object.get(g, "namespace", "*"), null, app_namespace)
+	glob.match(object.get(g, "application", "*"), null, app_name)
 }
 
-deny_in(hits) if some [_, _, true] in hits
+in_scope(g) if {
+	not application_request
+	object.get(g, "project", "*") == "*"
+	object.get(g, "namespace", "*") == "*"
+	object.get(g, "application", "*") == "*"
+}
 
-allowed_by(hits) := {r | some [_, r, false] in hits} - denied_by(hits)
+method_permitted(g) if not g.methods
 
-denied_by(hits) := {r | some [_, r, true] in hits}
+method_permitted(g) if "*" in g.methods
+
+method_permitted(g) if method in g.methods
+
+is_deny(g) if g.effect == "deny"
+
+# ---------------------------------------------------------------------------
+# Allow and deny. Access is granted when some role allows and no role denies;
+# with deny_scope "subject", one subject (the defaults, the user, a group) must
+# hold an allowing role and no denying one.
+# ---------------------------------------------------------------------------
+
+subject_grants(allowed, denied) if {
+	some [s, r] in subject_roles
+	r in allowed
+	not subject_denies(s, denied)
+}
+
+subject_denies(s, denied) if {
+	some [t, r] in subject_roles
+	t == s
+	r in denied
+}
 
 # ---------------------------------------------------------------------------
 # 2. Viewing the Application (Argo CD: applications, get)
 # ---------------------------------------------------------------------------
 
-application_hits contains [s, g.role, g.deny] if {
-	application_request
-	some s in subjects
-	some g in index.subjects[s].applications[app_project]
-	glob.match(g.object, null, app_rbac_name)
-	glob.match(g.namespace, null, app_namespace)
-	glob.match(g.application, null, app_name)
+# With no deny rule, an allowing role is enough in either deny scope.
+application_visible if {
+	count(application_allowers) > 0
+	count(application_deniers) == 0
 }
 
-application_hits contains [s, g.role, g.deny] if {
-	application_request
-	some s in subjects
-	some g in index.subjects[s].applicationsAnyProject
-	glob.match(g.object, null, app_rbac_name)
-	glob.match(g.project, null, app_project)
-	glob.match(g.namespace, null, app_namespace)
-	glob.match(g.application, null, app_name)
+application_visible if {
+	subject_scope
+	subject_grants(application_allowers, application_deniers)
 }
 
 application_problem := msg if {
-	application_request
-	require_application_get
-	not granted(application_hits)
+	input.application
+	not data.gatehouse.config.requireApplicationGet == false
+	not application_visible
 	msg := application_denial
 }
 
-application_denial := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(denied)), app_label]) if {
-	denied := denied_by(application_hits)
-	count(denied) > 0
+application_denial := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(application_deniers)), app_label]) if {
+	count(application_deniers) > 0
 } else := sprintf("denied: none of your roles may view application %s (Argo CD permission: applications, get, %s)", [app_label, app_rbac_name])
 
 # ---------------------------------------------------------------------------
 # 3. Invoking the extension
 # ---------------------------------------------------------------------------
 
-# [subject, grant] for the extension grants that apply to this request. A
-# grant that names a project, namespace or application never applies to a
-# system request (one without an Application).
-extension_grants contains [s, g] if {
-	application_request
-	some s in subjects
-	some g in index.subjects[s].extensions[extension].projects[app_project]
-	object.get(g.methods, method, g.anyMethod) == true
-	glob.match(g.namespace, null, app_namespace)
-	glob.match(g.application, null, app_name)
+extension_granted if {
+	count(extension_allowers) > 0
+	count(extension_deniers) == 0
 }
 
-extension_grants contains [s, g] if {
-	application_request
-	some s in subjects
-	some g in index.subjects[s].extensions[extension].anyProject
-	object.get(g.methods, method, g.anyMethod) == true
-	glob.match(g.project, null, app_project)
-	glob.match(g.namespace, null, app_namespace)
-	glob.match(g.application, null, app_name)
+extension_granted if {
+	subject_scope
+	subject_grants(extension_allowers, extension_deniers)
 }
-
-extension_grants contains [s, g] if {
-	application_request
-	some s in subjects
-	some g in index.subjects[s].extensionGlobs
-	glob.match(g.extension, null, extension)
-	object.get(g.methods, method, g.anyMethod) == true
-	glob.match(g.project, null, app_project)
-	glob.match(g.namespace, null, app_namespace)
-	glob.match(g.application, null, app_name)
-}
-
-extension_grants contains [s, g] if {
-	not application_request
-	some s in subjects
-	some g in index.subjects[s].extensions[extension].system
-	object.get(g.methods, method, g.anyMethod) == true
-}
-
-extension_grants contains [s, g] if {
-	not application_request
-	some s in subjects
-	some g in index.subjects[s].extensionGlobs
-	g.system
-	glob.match(g.extension, null, extension)
-	object.get(g.methods, method, g.anyMethod) == true
-}
-
-extension_hits := {[s, g.role, g.deny] | some [s, g] in extension_grants}
 
 extension_problem := msg if {
-	not granted(extension_hits)
+	not extension_granted
 	msg := extension_denial
 }
 
-extension_denial := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(denied)), method, extension, where]) if {
-	denied := denied_by(extension_hits)
-	count(denied) > 0
+extension_denial := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, extension, where]) if {
+	count(extension_deniers) > 0
 } else := sprintf("denied: none of your roles may %s extension %q%s", [method, extension, where])
 
 where := sprintf(" for application %s", [app_label]) if {
@@ -358,22 +320,30 @@ where := sprintf(" for application %s", [app_label]) if {
 # stale or forged application header never widens access)
 # ---------------------------------------------------------------------------
 
-project_problem := "denied: the application's project is unknown" if {
-	application_request
+project_problem := msg if {
+	input.application
+	not project_permits
+	msg := project_denial
+}
+
+# project_permits holds exactly when no case of project_denial does (past
+# input_problem, which requires input.application.project).
+project_permits if {
+	input.project.name == input.application.project
+	namespace_permitted
+	cluster_consistent
+	destination_permitted
+}
+
+project_denial := "denied: the application's project is unknown" if {
 	not input.project
 } else := sprintf("denied: application %s belongs to project %q, not %q", [app_label, app_project, object.get(input.project, "name", "")]) if {
-	application_request
 	object.get(input.project, "name", "") != app_project
 } else := sprintf("denied: project %q does not permit applications in namespace %q", [app_project, app_namespace]) if {
-	application_request
 	not namespace_permitted
 } else := sprintf("denied: the destination cluster does not match application %s", [app_label]) if {
-	application_request
 	not cluster_consistent
-} else := sprintf("denied: project %q does not permit the destination of application %s", [app_project, app_label]) if {
-	application_request
-	not destination_permitted
-}
+} else := sprintf("denied: project %q does not permit the destination of application %s", [app_project, app_label])
 
 # Argo CD AppProject.IsAppNamespacePermitted: the control-plane namespace is
 # always permitted; otherwise one of spec.sourceNamespaces must match (a glob,
@@ -402,8 +372,8 @@ dest_namespace := object.get(input.application, ["destination", "namespace"], ""
 # The resolved cluster must be the one the Application names.
 cluster_consistent if {
 	input.cluster
-	object.get(input.application, ["destination", "server"], "") in {"", cluster_server}
-	object.get(input.application, ["destination", "name"], "") in {"", cluster_name}
+	object.get(input.application, ["destination", "server"], "") in {"", object.get(input.cluster, "server", "")}
+	object.get(input.application, ["destination", "name"], "") in {"", object.get(input.cluster, "name", "")}
 	not scoped_cluster_refused
 }
 
@@ -414,12 +384,40 @@ scoped_cluster_refused if {
 }
 
 # Argo CD AppProject.isDestinationMatched, including "!" deny patterns: some
-# destination matches and no deny pattern refuses.
+# destination matches and no deny pattern refuses. Without a "!" in any
+# destination (the usual case) plain globs decide, as destination_matches
+# would.
 destination_permitted if {
+	not negated_destinations
+	server := input.cluster.server
+	server != ""
+	namespace := object.get(input.application, ["destination", "namespace"], "")
+	some d in input.project.destinations
+	glob.match(object.get(d, "server", ""), null, server)
+	glob.match(object.get(d, "namespace", ""), null, namespace)
+}
+
+destination_permitted if {
+	not negated_destinations
+	name := input.cluster.name
+	name != ""
+	namespace := object.get(input.application, ["destination", "namespace"], "")
+	some d in input.project.destinations
+	glob.match(object.get(d, "name", ""), null, name)
+	glob.match(object.get(d, "namespace", ""), null, namespace)
+}
+
+destination_permitted if {
+	negated_destinations
 	some d in input.project.destinations
 	destination_matches(d)
 	not destination_refused
 }
+
+# Some destination holds a "!" (JSON quotes every string, so a pattern that
+# starts with "!" shows as `"!`; the check may also fire for a "!" elsewhere,
+# which only costs the full evaluation).
+negated_destinations if contains(json.marshal(input.project.destinations), `"!`)
 
 destination_matches(d) if {
 	cluster_server != ""
@@ -484,21 +482,19 @@ dest_glob(p, v) if {
 # Allowed: reason and headers
 # ---------------------------------------------------------------------------
 
-allow_reason := sprintf("allowed by %s", [concat(", ", sort(allowed_by(extension_hits)))])
-
 # Headers from the matching allow grants of roles that deny nothing here;
 # several values for one name are joined with ", " in sorted order.
-headers := {name: concat(", ", sort(values)) |
+headers := {} if {
+	count(extension_header_grants) == 0
+} else := {name: concat(", ", sort(values)) |
 	some name in {n | some [n, _] in header_pairs}
 	values := {v | some [n, v] in header_pairs; n == name}
 }
 
 header_pairs contains [name, value] if {
-	some [_, g] in extension_grants
-	count(g.headers) > 0
-	not g.deny
-	not g.role in denied_by(extension_hits)
-	some name, value in g.headers
+	some [r, h] in extension_header_grants
+	not r in extension_deniers
+	some name, value in h
 }
 
 # ---------------------------------------------------------------------------
@@ -510,12 +506,12 @@ explanation := {
 	"roles": sort(roles),
 	"denyScope": deny_scope,
 	"applicationObject": object_or_empty,
-	"applicationAllowedBy": sort(allowed_by(application_hits)),
-	"applicationDeniedBy": sort(denied_by(application_hits)),
-	"applicationVisible": holds({1 | granted(application_hits)}),
-	"extensionAllowedBy": sort(allowed_by(extension_hits)),
-	"extensionDeniedBy": sort(denied_by(extension_hits)),
-	"extensionGranted": holds({1 | granted(extension_hits)}),
+	"applicationAllowedBy": sort(application_allowers - application_deniers),
+	"applicationDeniedBy": sort(application_deniers),
+	"applicationVisible": holds({1 | application_visible}),
+	"extensionAllowedBy": sort(extension_allowers - extension_deniers),
+	"extensionDeniedBy": sort(extension_deniers),
+	"extensionGranted": holds({1 | extension_granted}),
 	"namespacePermitted": holds({1 | namespace_permitted}),
 	"destinationPermitted": holds({1 | destination_permitted}),
 }
@@ -525,5 +521,3 @@ holds(s) := count(s) > 0
 object_or_empty := app_rbac_name if {
 	application_request
 } else := ""
-
-

@@ -1,0 +1,419 @@
+package policies
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// GeneratedPackage is the package of the module the engine builds from
+// data.gatehouse when a policy refers to it (the default policy does): the
+// grants as Rego rules, so that OPA's rule indexer picks the few that can
+// apply to a request instead of the policy scanning every grant of every role.
+const GeneratedPackage = "data.gatehouse.generated"
+
+// GeneratedModulePath names the generated module in compiler messages and
+// traces.
+const GeneratedModulePath = "(generated)/gatehouse/generated.rego"
+
+// generatedHeader is the part of the generated module that does not depend
+// on data.
+const generatedHeader = `package gatehouse.generated
+
+import future.keywords.or
+`
+
+// refersToGenerated reports whether a module reads the generated package.
+func refersToGenerated(modules map[string]*ast.Module) bool {
+	generatedRef := ast.MustParseRef(GeneratedPackage)
+	found := false
+	for _, m := range modules {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if r.HasPrefix(generatedRef) {
+				found = true
+			}
+			return found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNotGenerated refuses a bundle module in the generated package: the
+// engine owns it, and two definitions would not compile anyway, with a less
+// helpful message.
+func checkNotGenerated(modules map[string]*ast.Module) error {
+	generatedRef := ast.MustParseRef(GeneratedPackage)
+	for path, m := range modules {
+		if m.Package.Path.HasPrefix(generatedRef) {
+			return fmt.Errorf("%s: package %s is reserved for the module the engine generates from data.%s", path, GeneratedPackage, DataKey)
+		}
+	}
+	return nil
+}
+
+// generateGrants builds the generated module for the data.gatehouse document
+// of data (validated by ValidateData). It defines, in GeneratedPackage, the
+// roles whose grants apply to the request:
+//
+//	application_allowed, application_denied    applications grants
+//	extension_allowed, extension_denied        extension grants
+//	extension_headers                          [role, headers] of the allow grants with headers
+//
+// Each grant becomes one rule whose body is the grant's conditions: who holds
+// its role (input.user.id, input.user.groups; nothing for a default role),
+// then the extension, project, application and method as equality, prefix,
+// suffix or membership tests on input, which the rule indexer selects on, and
+// the namespace and RBAC object on the policy's own values. For example:
+//
+//	extension_allowed contains "role:team-a-dev" if {
+//		input.user.id in {"alice", "bob"} or "my-org:team-a" in input.user.groups
+//		input.extension == "logs"
+//		input.application.project == "team-a"
+//		data.gatehouse.extensions.app_namespace == "team-a-dev"
+//	}
+//
+// The meaning is that of the policy's rules for data
+// (application_grant_applies, extension_grant_applies), which
+// TestGeneratedGrantsMatchData checks. The method is read from
+// input.request.method: the engine upper-cases it before every evaluation,
+// as the policy's method rule does.
+//
+// The rules are built as syntax trees rather than parsed: parsing the source
+// of a thousand grants took longer than compiling it.
+func generateGrants(data map[string]any) (*ast.Module, error) {
+	var d Data
+	if raw, ok := data[DataKey]; ok {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("generate grants: %w", err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("generate grants: data.%s: %w", DataKey, err)
+		}
+	}
+	mod, err := ast.ParseModuleWithOpts(GeneratedModulePath, generatedHeader, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, fmt.Errorf("generate grants: header: %w", err)
+	}
+	g := &generator{module: mod, row: strings.Count(generatedHeader, "\n") + 2, rules: map[string]int{}}
+	holders := roleHolders(&d)
+	for _, name := range sortedKeys(d.Roles) {
+		src, ok := holders[name]
+		if !ok {
+			continue // nobody holds the role
+		}
+		var who *ast.Expr
+		if src != "" {
+			body, err := ast.ParseBodyWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1, FutureKeywords: []string{"or"}})
+			if err != nil {
+				return nil, fmt.Errorf("generate grants: role %q: holders: %w", name, err)
+			}
+			who = body[0]
+		}
+		role := d.Roles[name]
+		for _, grant := range role.Applications {
+			set := "application_allowed"
+			if grant.Effect == EffectDeny {
+				set = "application_denied"
+			}
+			b := &body{}
+			b.holder(who)
+			b.applicationGrant(grant)
+			g.rule(set, ast.StringTerm(name), b)
+		}
+		for _, grant := range role.Extensions {
+			b := &body{}
+			b.holder(who)
+			b.extensionGrant(grant)
+			if grant.Effect == EffectDeny {
+				g.rule("extension_denied", ast.StringTerm(name), b)
+				continue
+			}
+			g.rule("extension_allowed", ast.StringTerm(name), b)
+			if len(grant.Headers) > 0 {
+				g.rule("extension_headers", ast.ArrayTerm(ast.StringTerm(name), headersTerm(grant.Headers)), b.copy())
+			}
+		}
+	}
+	// A set without rules would be undefined, which sends the policy to its
+	// rules for data; one rule that never holds (with an element of the
+	// set's shape) makes it empty instead.
+	sets := []struct {
+		name    string
+		example *ast.Term
+	}{
+		{"application_allowed", ast.StringTerm("")},
+		{"application_denied", ast.StringTerm("")},
+		{"extension_allowed", ast.StringTerm("")},
+		{"extension_denied", ast.StringTerm("")},
+		{"extension_headers", ast.ArrayTerm(ast.StringTerm(""), ast.ObjectTerm())},
+	}
+	for _, set := range sets {
+		if g.rules[set.name] == 0 {
+			g.rule(set.name, set.example, &body{exprs: []*ast.Expr{ast.NewExpr(ast.BooleanTerm(false))}})
+		}
+	}
+	return mod, nil
+}
+
+// generator appends rules to the generated module.
+type generator struct {
+	module *ast.Module
+	row    int
+	rules  map[string]int // rules per set
+}
+
+// rule appends `set contains key if { body }`. The rule, its head and its
+// expressions get a location, so compiler messages and traces name the
+// generated module and the rule. Terms keep theirs (none, or the one from
+// parsing the holders): some are shared, such as the parts of a builtin's
+// name, and must not be written to.
+func (g *generator) rule(set string, key *ast.Term, b *body) {
+	exprs := b.exprs
+	if len(exprs) == 0 {
+		exprs = []*ast.Expr{ast.NewExpr(ast.BooleanTerm(true))}
+	}
+	// No source text: printers that find text in a location print it
+	// instead of the node.
+	loc := ast.NewLocation(nil, GeneratedModulePath, g.row, 1)
+	g.row++
+	g.rules[set]++
+	r := &ast.Rule{
+		Head:     ast.NewHead(ast.Var(set), key),
+		Body:     ast.NewBody(exprs...),
+		Module:   g.module,
+		Location: loc,
+	}
+	r.Head.Location = loc
+	ast.WalkExprs(r, func(e *ast.Expr) bool {
+		e.Location = loc
+		return false
+	})
+	g.module.Rules = append(g.module.Rules, r)
+}
+
+func headersTerm(h map[string]string) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(h))
+	for _, k := range sortedKeys(h) {
+		items = append(items, [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(h[k])})
+	}
+	return ast.ObjectTerm(items...)
+}
+
+// roleHolders returns, for each role someone holds, the Rego source of the
+// condition that the requesting user holds it: "" for a default role
+// (everyone does), else a test of input.user.id and input.user.groups, both of
+// which the rule indexer selects on.
+func roleHolders(d *Data) map[string]string {
+	users := map[string][]string{}
+	groups := map[string][]string{}
+	defaults := map[string]bool{}
+	for _, r := range d.Config.DefaultRoles {
+		defaults[r] = true
+	}
+	for _, u := range sortedKeys(d.Bindings.Users) {
+		for _, r := range d.Bindings.Users[u] {
+			users[r] = appendUnique(users[r], u)
+		}
+	}
+	for _, g := range sortedKeys(d.Bindings.Groups) {
+		for _, r := range d.Bindings.Groups[g] {
+			groups[r] = appendUnique(groups[r], g)
+		}
+	}
+	out := map[string]string{}
+	for r := range defaults {
+		out[r] = ""
+	}
+	for r, us := range users {
+		if defaults[r] {
+			continue
+		}
+		if len(us) == 1 {
+			out[r] = "input.user.id == " + regoString(us[0])
+			continue
+		}
+		quoted := make([]string, len(us))
+		for i, u := range us {
+			quoted[i] = regoString(u)
+		}
+		out[r] = "input.user.id in {" + strings.Join(quoted, ", ") + "}"
+	}
+	for r, gs := range groups {
+		if defaults[r] {
+			continue
+		}
+		alts := make([]string, 0, len(gs)+1)
+		if u, ok := out[r]; ok {
+			alts = append(alts, u)
+		}
+		for _, g := range gs {
+			alts = append(alts, regoString(g)+" in input.user.groups")
+		}
+		out[r] = strings.Join(alts, " or ")
+	}
+	return out
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// body collects the conditions of one generated rule.
+type body struct {
+	exprs []*ast.Expr
+	// readsApplication is set once a condition reads a field of
+	// input.application, which then must be there.
+	readsApplication bool
+}
+
+func (b *body) add(e *ast.Expr) { b.exprs = append(b.exprs, e) }
+
+func (b *body) copy() *body {
+	c := &body{exprs: make([]*ast.Expr, len(b.exprs)), readsApplication: b.readsApplication}
+	for i, e := range b.exprs {
+		c.exprs[i] = e.Copy()
+	}
+	return c
+}
+
+// holder adds the condition that the user holds the role (nil: everyone
+// does), a copy since the compiler rewrites each rule in place.
+func (b *body) holder(who *ast.Expr) {
+	if who != nil {
+		b.add(who.Copy())
+	}
+}
+
+// match tests value against a glob pattern as glob.match(pattern, null,
+// value) does, in a form the rule indexer can select on where value is read
+// from input: a plain name is an equality, "name*" a prefix and "*name" a
+// suffix test.
+func (b *body) match(pattern string, value ast.Ref) {
+	if isAny(pattern) {
+		return
+	}
+	if value[0].Equal(ast.InputRootDocument) && len(value) > 2 && value[1].Equal(ast.StringTerm("application")) {
+		b.readsApplication = true
+	}
+	v := ast.NewTerm(value.Copy())
+	switch {
+	case !isGlob(pattern):
+		b.add(ast.Equal.Expr(v, ast.StringTerm(pattern)))
+	case strings.HasSuffix(pattern, "*") && !isGlob(pattern[:len(pattern)-1]):
+		b.add(ast.StartsWith.Expr(v, ast.StringTerm(pattern[:len(pattern)-1])))
+	case strings.HasPrefix(pattern, "*") && !isGlob(pattern[1:]):
+		b.add(ast.EndsWith.Expr(v, ast.StringTerm(pattern[1:])))
+	default:
+		b.add(ast.GlobMatch.Expr(ast.StringTerm(pattern), ast.NullTerm(), v))
+	}
+}
+
+// methods tests input.request.method against a method list ("*" or none:
+// any method).
+func (b *body) methods(methods []string) {
+	if len(methods) == 0 || contains(methods, "*") {
+		return
+	}
+	method := ast.NewTerm(inputRef("request", "method"))
+	if len(methods) == 1 {
+		b.add(ast.Equal.Expr(method, ast.StringTerm(methods[0])))
+		return
+	}
+	sorted := append([]string(nil), methods...)
+	sort.Strings(sorted)
+	terms := make([]*ast.Term, len(sorted))
+	for i, m := range sorted {
+		terms[i] = ast.StringTerm(m)
+	}
+	b.add(ast.Member.Expr(method, ast.SetTerm(terms...)))
+}
+
+// application adds `input.application` unless a condition already reads a
+// field of it, so the rule cannot hold for a system request.
+func (b *body) application() {
+	if !b.readsApplication {
+		b.add(ast.NewExpr(ast.NewTerm(inputRef("application"))))
+	}
+}
+
+// applicationGrant adds application_grant_applies for one grant, on an
+// application request.
+func (b *body) applicationGrant(g ApplicationGrant) {
+	if g.Object == "" {
+		b.match(g.Project, inputRef("application", "project"))
+		b.match(g.Application, inputRef("application", "name"))
+		b.match(g.Namespace, policyRef("app_namespace"))
+	} else {
+		project := objectProject(g.Object)
+		b.match(project, inputRef("application", "project"))
+		// Every Application of a project has an RBAC name that starts with
+		// "<project>/", so for "<project>/*" the project test is the whole
+		// test.
+		if project == "*" || g.Object != project+"/*" {
+			b.match(g.Object, policyRef("app_rbac_name"))
+		}
+	}
+	b.application()
+}
+
+// extensionGrant adds extension_grant_applies for one grant: a grant that
+// names no project, namespace or application also applies to system
+// requests, any other only to application requests.
+func (b *body) extensionGrant(g ExtensionGrant) {
+	b.match(g.Extension, inputRef("extension"))
+	b.methods(g.Methods)
+	if isAny(g.Project) && isAny(g.Namespace) && isAny(g.Application) {
+		return
+	}
+	b.match(g.Project, inputRef("application", "project"))
+	b.match(g.Application, inputRef("application", "name"))
+	b.match(g.Namespace, policyRef("app_namespace"))
+	b.application()
+}
+
+// objectProject is the project an RBAC object glob names: its part before
+// the first "/" if that is a plain name, else "*" (the policy's
+// object_project).
+func objectProject(o string) string {
+	p, _, found := strings.Cut(o, "/")
+	if !found || isGlob(p) {
+		return "*"
+	}
+	return p
+}
+
+func inputRef(path ...string) ast.Ref {
+	ref := ast.Ref{ast.VarTerm("input")}
+	for _, p := range path {
+		ref = append(ref, ast.StringTerm(p))
+	}
+	return ref
+}
+
+// policyRef names a rule of the default policy's package.
+func policyRef(rule string) ast.Ref {
+	return ast.Ref{ast.VarTerm("data"), ast.StringTerm("gatehouse"), ast.StringTerm("extensions"), ast.StringTerm(rule)}
+}
+
+func isAny(pattern string) bool { return pattern == "" || pattern == "*" }
+
+// isGlob reports whether a pattern holds glob syntax (the policy's is_glob).
+func isGlob(p string) bool { return strings.ContainsAny(p, `*?[]{}\`) }
+
+// regoString quotes s as a Rego string literal (a JSON string is one).
+func regoString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
