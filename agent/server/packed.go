@@ -22,7 +22,9 @@ import (
 //
 // A PreparedMsg carries the codec and compressor of the stream it was
 // encoded with. The server registers no compressor, so every stream sends
-// uncompressed protobuf and the messages fit them all.
+// uncompressed protobuf and the messages fit them all. The chunks have the
+// ChunkBytes of the server that first serves the version (a snapshot is
+// published to one server in practice; every size is under gRPC's limit).
 type wholeVersion struct {
 	once sync.Once
 	msgs []*grpc.PreparedMsg // the header, then the content chunks

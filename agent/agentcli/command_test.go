@@ -1,0 +1,36 @@
+package agentcli
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// Bad flags are refused with a message naming the flag, before anything
+// starts.
+func TestCommandRefusesBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "no-port"}, "--server"},
+		{[]string{"--root", ""}, "--root"},
+		{[]string{"--max-files", "0"}, "--max-files"},
+		{[]string{"--memory-limit", "16MB"}, "--memory-limit"},
+		{[]string{"--log-format", "xml"}, "--log-format"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := NewCommand("gatehouse-agent", "test")
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SilenceUsage = true
+			err := cmd.ExecuteContext(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+}
