@@ -106,11 +106,111 @@ func strictUnmarshal(data []byte, v any) error {
 
 var errNotObject = errors.New("not a JSON object")
 
+// claimSet decodes a claim set into its members, as json.Unmarshal into a
+// map[string]json.RawMessage does: the values stay raw, and a repeated name
+// keeps its last value. It validates with encoding/json, then splits the
+// members itself, which is most of the cost of verifying a token seen for the
+// first time; a name holding an escape or bytes that are not UTF-8 (which
+// encoding/json would rewrite) sends the whole set to json.Unmarshal, so the
+// names are always what encoding/json makes of them. The values share
+// payload's memory.
+func claimSet(payload []byte) (map[string]json.RawMessage, error) {
+	data := bytes.TrimSpace(payload)
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		return nil, errNotObject
+	}
+	if raw, ok := splitObject(data); ok {
+		return raw, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// splitObject splits a JSON object that json.Valid accepted into its
+// members. It reports false for a member name it cannot take byte for byte.
+func splitObject(data []byte) (map[string]json.RawMessage, bool) {
+	raw := make(map[string]json.RawMessage, 8)
+	i := skipSpace(data, 1)
+	if data[i] == '}' {
+		return raw, true
+	}
+	for {
+		// data[i] is the opening quote of a member name.
+		end := i + 1
+		for data[end] != '"' {
+			if data[end] == '\\' {
+				return nil, false
+			}
+			end++
+		}
+		name := data[i+1 : end]
+		if !utf8.Valid(name) {
+			return nil, false
+		}
+		i = skipSpace(data, end+1) // at ':'
+		i = skipSpace(data, i+1)
+		vend := valueEnd(data, i)
+		raw[string(name)] = data[i:vend:vend]
+		i = skipSpace(data, vend) // at ',' or '}'
+		if data[i] == '}' {
+			return raw, true
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+// valueEnd returns the index just past the JSON value that starts at i in
+// valid JSON.
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	for ; ; i++ {
+		switch data[i] {
+		case '"':
+			i++
+			for data[i] != '"' {
+				if data[i] == '\\' {
+					i++ // the escaped byte cannot end the string
+				}
+				i++
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		default:
+			if depth == 0 {
+				// A number or literal runs to the next delimiter.
+				for i < len(data) && strings.IndexByte(",}] \t\r\n", data[i]) < 0 {
+					i++
+				}
+				return i
+			}
+		}
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
 func parseClaims(payload []byte, c *claims) error {
-	if err := strictUnmarshal(payload, &c.raw); err != nil {
+	raw, err := claimSet(payload)
+	if err != nil {
 		return malformed("payload is not a JSON object")
 	}
-	var err error
+	c.raw = raw
 	if c.Issuer, err = stringClaim(c.raw, "iss"); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package authn
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -111,4 +113,41 @@ func TestParseShape(t *testing.T) {
 			t.Errorf("parse(%q): error = %v, want ErrMalformed", s, err)
 		}
 	}
+}
+
+// FuzzClaimSet holds claimSet, which splits a claim set itself, to what
+// encoding/json makes of it: the same refusals, the same names and the same
+// raw values.
+func FuzzClaimSet(f *testing.F) {
+	for _, s := range []string{
+		`{"iss":"argocd","sub":"alice:login","iat":1772362800,"exp":1772445600,"jti":"j"}`,
+		" {\n \"iss\" : \"argo\\u0063d\" , \"sub\":\"a\\\"b\", \"exp\" : 1.7724456e9 }\n",
+		`{"iss":"evil","iss":"argocd"}`,
+		`{"gr\u006fups":["a"],"groups":"b"}`,
+		`{"aud":["x","y"],"federated_claims":{"user_id":"u","nested":[{"a":"}"},"]\\"]}}`,
+		`{"a":true,"b":false,"c":null,"d":-0.5e-3,"e":[],"f":{}}`,
+		"{\"\xff\":1}",
+		`{}`, `[]`, `null`, `{"a":1} x`, `{"a":}`, `{"a":1,}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, gotErr := claimSet(payload)
+		var want map[string]json.RawMessage
+		wantErr := strictUnmarshal(payload, &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("claimSet error %v, encoding/json error %v", gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("claimSet %d members, encoding/json %d", len(got), len(want))
+		}
+		for name, w := range want {
+			if g, ok := got[name]; !ok || !bytes.Equal(g, w) {
+				t.Fatalf("member %q: claimSet %q, encoding/json %q", name, g, w)
+			}
+		}
+	})
 }
