@@ -384,8 +384,8 @@ scoped_cluster_refused if {
 }
 
 # Argo CD AppProject.isDestinationMatched, including "!" deny patterns: some
-# destination matches and no deny pattern refuses. Without a "!" in any
-# destination (the usual case) plain globs decide, as destination_matches
+# destination matches and no deny pattern refuses. Without a pattern that
+# starts with "!" (the usual case) plain globs decide, as destination_matches
 # would.
 destination_permitted if {
 	not negated_destinations
@@ -414,10 +414,12 @@ destination_permitted if {
 	not destination_refused
 }
 
-# Some destination holds a "!" (JSON quotes every string, so a pattern that
-# starts with "!" shows as `"!`; the check may also fire for a "!" elsewhere,
-# which only costs the full evaluation).
-negated_destinations if contains(json.marshal(input.project.destinations), `"!`)
+# Some destination pattern starts with "!".
+negated_destinations if {
+	some d in input.project.destinations
+	some p in d
+	startswith(p, "!")
+}
 
 destination_matches(d) if {
 	cluster_server != ""
