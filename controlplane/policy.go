@@ -11,36 +11,22 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// policyBuild is the outcome of assembling the policy from its ConfigMaps.
-type policyBuild struct {
-	digest   string
-	files    map[string][]byte
-	problems []Problem
-	ok       bool
-}
-
 // policyCompiler assembles the policy bundle from ConfigMaps labelled
 // gatehouse.io/policy=true and compiles it before it may ship. A bundle that
 // does not compile is refused and the last good one stays. Compiling takes
-// up to a couple of hundred milliseconds, so the outcome per bundle digest is
-// remembered: unrelated changes (an Application, a cluster) never recompile.
+// up to a couple of hundred milliseconds and decoding the data documents
+// more than the rest of a one-Application build, so the outcome is kept
+// until the policy ConfigMaps change: unrelated changes cost one comparison.
 type policyCompiler struct {
-	last     policyBuild
+	inputs   map[string]ConfigMap // nil before the first build
+	outcome  policyOutcome
 	lastGood map[string][]byte
-	// The ConfigMaps the last assembly read, and what it gave: decoding
-	// the data documents on every build cost more than the rest of a
-	// one-Application change.
-	inputs   map[string]ConfigMap
-	assembly assembly
 }
 
-type assembly struct {
-	bundle   policies.Bundle
-	sources  []string
+type policyOutcome struct {
+	files    map[string][]byte
 	problems []Problem
 	ok       bool
-	// bundleDigest caches bundle.Digest(), which encodes the data.
-	bundleDigest string
 }
 
 // build returns the policy files for the snapshot and the problems found.
@@ -52,38 +38,27 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 		}
 	}
 	if pc.inputs == nil || !maps.EqualFunc(inputs, pc.inputs, equalConfigMap) {
-		b, sources, problems, ok := assemblePolicy(st)
-		pc.assembly = assembly{bundle: b, sources: sources, problems: problems, ok: ok}
-		pc.inputs = maps.Clone(inputs)
-		for name, cm := range pc.inputs {
+		pc.outcome = compilePolicy(ctx, inputs)
+		// A copy: the comparison must not see later edits of these maps.
+		pc.inputs = make(map[string]ConfigMap, len(inputs))
+		for name, cm := range inputs {
 			pc.inputs[name] = ConfigMap{Labels: maps.Clone(cm.Labels), Data: maps.Clone(cm.Data)}
 		}
+		if pc.outcome.ok {
+			pc.lastGood = pc.outcome.files
+		}
 	}
-	b, sources, problems, ok := pc.assembly.bundle, pc.assembly.sources, slices.Clone(pc.assembly.problems), pc.assembly.ok
+	return pc.lastGood, slices.Clone(pc.outcome.problems)
+}
+
+// compilePolicy assembles, compiles and lays out the policy of the given
+// ConfigMaps.
+func compilePolicy(ctx context.Context, configMaps map[string]ConfigMap) policyOutcome {
+	b, sources, problems, ok := assemblePolicy(configMaps)
+	out := policyOutcome{problems: problems}
 	if !ok {
-		return pc.lastGood, problems
+		return out
 	}
-	digest := pc.assembly.digest()
-	if digest != pc.last.digest {
-		pc.last = pc.check(ctx, b, sources, digest)
-	}
-	problems = append(problems, pc.last.problems...)
-	if pc.last.ok {
-		pc.lastGood = pc.last.files
-	}
-	return pc.lastGood, problems
-}
-
-// digest is the bundle's, computed once per assembly.
-func (a *assembly) digest() string {
-	if a.bundleDigest == "" {
-		a.bundleDigest = a.bundle.Digest()
-	}
-	return a.bundleDigest
-}
-
-func (pc *policyCompiler) check(ctx context.Context, b policies.Bundle, sources []string, digest string) policyBuild {
-	out := policyBuild{digest: digest}
 	if _, err := policies.Check(ctx, b); err != nil {
 		for _, cm := range sources {
 			out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy,
@@ -106,14 +81,8 @@ func (pc *policyCompiler) check(ctx context.Context, b policies.Bundle, sources 
 // may set the bundle's manifest. With no module at all, the default policy
 // reads the merged data. It returns the names of the ConfigMaps used, and
 // ok false when a ConfigMap is unreadable (the bundle must not ship then).
-func assemblePolicy(st *State) (_ policies.Bundle, _ []string, _ []Problem, ok bool) {
-	var names []string
-	for name, cm := range st.ConfigMaps {
-		if cm.Labels[LabelPolicy] == "true" {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []string, _ []Problem, ok bool) {
+	names := slices.Sorted(maps.Keys(configMaps))
 	var problems []Problem
 	ok = true
 	bad := func(cm, format string, args ...any) {
@@ -123,7 +92,7 @@ func assemblePolicy(st *State) (_ policies.Bundle, _ []string, _ []Problem, ok b
 	b := policies.Bundle{Data: map[string]any{}}
 	manifestFrom := ""
 	for _, name := range names {
-		data := st.ConfigMaps[name].Data
+		data := configMaps[name].Data
 		for _, key := range slices.Sorted(maps.Keys(data)) {
 			val := data[key]
 			switch {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -59,9 +60,15 @@ type Encoder struct {
 	// shardOf remembers each Application's shard: hashing 10,000 keys on
 	// every build was a tenth of a one-change build.
 	shardOf map[appKey]string
+	docs    map[string]encodedDoc
 }
 
 type appKey struct{ namespace, name string }
+
+type encodedDoc struct {
+	value any
+	file  File
+}
 
 type encodedShard struct {
 	apps []Application
@@ -84,13 +91,29 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		files = append(files, File{Path: path, Kind: kind, Data: b})
 		return nil
 	}
-	if err := add(ExtensionsFile, KindConfig, extensionsDoc{Extensions: n.Extensions}); err != nil {
+	docs := make(map[string]encodedDoc, len(e.docs))
+	// addDoc is add for a document that rarely changes: its bytes are kept
+	// while its value is deeply equal to the last one (200 extensions took
+	// a tenth of a one-Application build to encode).
+	addDoc := func(path string, v any) error {
+		if old, ok := e.docs[path]; ok && reflect.DeepEqual(old.value, v) {
+			files = append(files, old.file)
+			docs[path] = old
+			return nil
+		}
+		if err := add(path, KindConfig, v); err != nil {
+			return err
+		}
+		docs[path] = encodedDoc{value: v, file: files[len(files)-1]}
+		return nil
+	}
+	if err := addDoc(ExtensionsFile, extensionsDoc{Extensions: n.Extensions}); err != nil {
 		return nil, err
 	}
-	if err := add(ClustersFile, KindConfig, clustersDoc{Clusters: n.Clusters}); err != nil {
+	if err := addDoc(ClustersFile, clustersDoc{Clusters: n.Clusters}); err != nil {
 		return nil, err
 	}
-	if err := add(AuthFile, KindConfig, n.Auth); err != nil {
+	if err := addDoc(AuthFile, n.Auth); err != nil {
 		return nil, err
 	}
 	shards := make(map[string]encodedShard, len(e.shards))
@@ -107,10 +130,11 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 	}
 	e.shards = shards
 	for path, projects := range groupBy(n.Projects, func(p Project) string { return ProjectShard(p.Name) }) {
-		if err := add(path, KindConfig, projectsDoc{Projects: projects}); err != nil {
+		if err := addDoc(path, projectsDoc{Projects: projects}); err != nil {
 			return nil, err
 		}
 	}
+	e.docs = docs
 	for p, b := range n.Policy {
 		files = append(files, File{Path: PolicyDir + "/" + p, Kind: KindPolicy, Data: b})
 	}
