@@ -31,6 +31,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
 )
@@ -200,7 +201,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
 	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""
 	if buildSnapshots {
-		addControlPlaneCache(&cacheOpts, o.ControlPlaneNamespace)
+		kube.AddCacheOptions(&cacheOpts, o.ControlPlaneNamespace)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,

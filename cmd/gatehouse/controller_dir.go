@@ -27,7 +27,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	if err != nil {
 		return err
 	}
-	cp, run, err := runDirControlPlane(ctx, dir, controlPlaneOptions{
+	cp, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
 		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
 		Publisher: agents, Logger: logger, Registerer: reg,

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -81,14 +80,9 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 	return c.Ready, nil
 }
 
-// addControlPlaneCache adds what the control plane watches to the cache.
-func addControlPlaneCache(opts *cache.Options, namespace string) {
-	kube.AddCacheOptions(opts, namespace)
-}
-
 // runDirControlPlane builds snapshots from a directory of YAML until ctx
 // ends; no cluster is involved.
-func runDirControlPlane(ctx context.Context, dir string, o controlPlaneOptions) (*controlplane.Controller, func(context.Context) error, error) {
+func runDirControlPlane(dir string, o controlPlaneOptions) (*controlplane.Controller, func(context.Context) error, error) {
 	store := controlplane.NewStore()
 	src := yamldir.NewSource(dir, o.Namespace, store, o.Logger.With("component", "source"))
 	c, err := newControlPlane(o, store, src.Synced, nil)
