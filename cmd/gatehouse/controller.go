@@ -227,15 +227,17 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		return err
 	}
 	if buildSnapshots {
-		ready, err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
+		// The snapshot is not a readiness check: admission must not wait
+		// for (or fall with) the control plane. An agent that reaches a
+		// replica before its first snapshot simply gets it when it is
+		// published; gatehouse_controlplane_* metrics show the pipeline.
+		if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
 			Namespace: o.ControlPlaneNamespace,
 			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
 			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
-		})
-		if err != nil {
+		}); err != nil {
 			return err
 		}
-		checks["snapshot"] = ready
 	}
 	var runnables []manager.Runnable
 	if rot != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
@@ -61,23 +60,23 @@ func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced fu
 	})
 }
 
-// installKubeControlPlane feeds the control plane from the manager's cache
-// (call before the manager starts) and returns its readiness check.
-func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o controlPlaneOptions) (healthz.Checker, error) {
+// installKubeControlPlane feeds the control plane from the manager's cache;
+// call it before the manager starts.
+func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o controlPlaneOptions) error {
 	store := controlplane.NewStore()
 	w, err := kube.Watch(ctx, mgr.GetCache(), o.Namespace, store)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep := kube.NewEventReporter(mgr.GetEventRecorder("gatehouse-controller"), mgr.GetCache(), o.Namespace, o.Logger)
 	c, err := newControlPlane(o, store, w.Synced, rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("add control plane: %w", err)
+		return fmt.Errorf("add control plane: %w", err)
 	}
-	return c.Ready, nil
+	return nil
 }
 
 // runDirControlPlane builds snapshots from a directory of YAML until ctx
