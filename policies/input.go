@@ -116,67 +116,98 @@ func newInputKeys() *inputKeys {
 	}
 }
 
-// astValue builds the Rego input directly, without a JSON round trip.
+// astValue builds the Rego input directly, without a JSON round trip. Its
+// terms come from one allocation, and each object is made whole rather than
+// grown, since every decision builds one.
 func (in *Input) astValue(k *inputKeys) ast.Value {
+	terms := termSlab{ts: make([]ast.Term, 0, in.termCount())}
 	user := ast.NewObject(
-		item(k.id, ast.String(in.User.ID)),
-		item(k.username, ast.String(in.User.Username)),
-		item(k.groups, stringArray(in.User.Groups)),
+		terms.item(k.id, ast.String(in.User.ID)),
+		terms.item(k.username, ast.String(in.User.Username)),
+		terms.item(k.groups, terms.stringArray(in.User.Groups)),
 	)
-	obj := ast.NewObject(
-		item(k.user, user),
-		item(k.extension, ast.String(in.Extension)),
-		item(k.request, ast.NewObject(
-			item(k.method, ast.String(in.Request.Method)),
-			item(k.path, ast.String(in.Request.Path)),
+	items := make([][2]*ast.Term, 0, 6)
+	items = append(items,
+		terms.item(k.user, user),
+		terms.item(k.extension, ast.String(in.Extension)),
+		terms.item(k.request, ast.NewObject(
+			terms.item(k.method, ast.String(in.Request.Method)),
+			terms.item(k.path, ast.String(in.Request.Path)),
 		)),
 	)
 	if a := in.Application; a != nil {
-		obj.Insert(k.application, ast.NewTerm(ast.NewObject(
-			item(k.namespace, ast.String(a.Namespace)),
-			item(k.name, ast.String(a.Name)),
-			item(k.project, ast.String(a.Project)),
-			item(k.destination, destinationValue(k, a.Destination)),
+		items = append(items, terms.item(k.application, ast.NewObject(
+			terms.item(k.namespace, ast.String(a.Namespace)),
+			terms.item(k.name, ast.String(a.Name)),
+			terms.item(k.project, ast.String(a.Project)),
+			terms.item(k.destination, terms.destination(k, a.Destination)),
 		)))
 	}
 	if p := in.Project; p != nil {
 		dests := make([]*ast.Term, len(p.Destinations))
 		for i, d := range p.Destinations {
-			dests[i] = ast.NewTerm(destinationValue(k, d))
+			dests[i] = terms.term(terms.destination(k, d))
 		}
-		obj.Insert(k.project, ast.NewTerm(ast.NewObject(
-			item(k.name, ast.String(p.Name)),
-			item(k.sourceNamespaces, stringArray(p.SourceNamespaces)),
-			item(k.destinations, ast.NewArray(dests...)),
-			item(k.permitOnlyProjectScopedClusters, ast.Boolean(p.PermitOnlyProjectScopedClusters)),
+		items = append(items, terms.item(k.project, ast.NewObject(
+			terms.item(k.name, ast.String(p.Name)),
+			terms.item(k.sourceNamespaces, terms.stringArray(p.SourceNamespaces)),
+			terms.item(k.destinations, ast.NewArray(dests...)),
+			terms.item(k.permitOnlyProjectScopedClusters, ast.Boolean(p.PermitOnlyProjectScopedClusters)),
 		)))
 	}
 	if c := in.Cluster; c != nil {
-		obj.Insert(k.cluster, ast.NewTerm(ast.NewObject(
-			item(k.name, ast.String(c.Name)),
-			item(k.server, ast.String(c.Server)),
-			item(k.project, ast.String(c.Project)),
+		items = append(items, terms.item(k.cluster, ast.NewObject(
+			terms.item(k.name, ast.String(c.Name)),
+			terms.item(k.server, ast.String(c.Server)),
+			terms.item(k.project, ast.String(c.Project)),
 		)))
 	}
-	return obj
+	return ast.NewObject(items...)
 }
 
-func destinationValue(k *inputKeys, d Destination) ast.Value {
+// termCount is the number of terms astValue makes (besides the keys).
+func (in *Input) termCount() int {
+	n := 8 + len(in.User.Groups) // user (3 fields), extension, request (2 fields and itself), user itself
+	if in.Application != nil {
+		n += 5 + 4 // its fields and itself, the destination's
+	}
+	if p := in.Project; p != nil {
+		n += 5 + len(p.SourceNamespaces) + 4*len(p.Destinations)
+	}
+	if in.Cluster != nil {
+		n += 4
+	}
+	return n
+}
+
+// termSlab hands out terms from one slice; past its capacity it allocates
+// them one by one.
+type termSlab struct{ ts []ast.Term }
+
+func (s *termSlab) term(v ast.Value) *ast.Term {
+	if len(s.ts) == cap(s.ts) {
+		return ast.NewTerm(v)
+	}
+	s.ts = append(s.ts, ast.Term{Value: v})
+	return &s.ts[len(s.ts)-1]
+}
+
+func (s *termSlab) item(k *ast.Term, v ast.Value) [2]*ast.Term {
+	return [2]*ast.Term{k, s.term(v)}
+}
+
+func (s *termSlab) destination(k *inputKeys, d Destination) ast.Value {
 	return ast.NewObject(
-		item(k.name, ast.String(d.Name)),
-		item(k.server, ast.String(d.Server)),
-		item(k.namespace, ast.String(d.Namespace)),
+		s.item(k.name, ast.String(d.Name)),
+		s.item(k.server, ast.String(d.Server)),
+		s.item(k.namespace, ast.String(d.Namespace)),
 	)
 }
 
-func item(k *ast.Term, v ast.Value) [2]*ast.Term {
-	return [2]*ast.Term{k, ast.NewTerm(v)}
-}
-
-func stringArray(ss []string) ast.Value {
+func (s *termSlab) stringArray(ss []string) ast.Value {
 	terms := make([]*ast.Term, len(ss))
-	for i, s := range ss {
-		terms[i] = ast.StringTerm(s)
+	for i, x := range ss {
+		terms[i] = s.term(ast.String(x))
 	}
 	return ast.NewArray(terms...)
 }
