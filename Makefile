@@ -15,10 +15,13 @@ all: build
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gatehouse
 
-## run: check the shipped examples offline, as a tenant's CI would.
+## run: check the shipped examples offline, as a tenant's and an admin's CI
+## would: the admission verdicts, then the snapshot the proxies would get.
 run: build
 	@echo "+ gatehouse admit -f examples/"
 	@./$(BIN) admit -f examples/ || [ $$? -eq 1 ]
+	@echo "+ gatehouse snapshot examples/"
+	@./$(BIN) snapshot examples/
 
 ## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint.
 tools:

@@ -164,7 +164,7 @@ func (c *Controller) Rebuild(ctx context.Context) {
 	var snap *server.Snapshot
 	if err == nil {
 		c.report(ctx, out.Problems)
-		snap, err = toServerSnapshot(out.Files)
+		snap, err = ServerSnapshot(out.Files)
 	}
 	c.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -220,8 +220,9 @@ func (c *Controller) report(ctx context.Context, problems []Problem) {
 	}
 }
 
-// toServerSnapshot hands the files to the agent server's snapshot type.
-func toServerSnapshot(files []snapshot.File) (*server.Snapshot, error) {
+// ServerSnapshot hands the files to the agent server's snapshot type,
+// whose version is what agents are told.
+func ServerSnapshot(files []snapshot.File) (*server.Snapshot, error) {
 	out := make([]server.File, len(files))
 	for i, f := range files {
 		kind := agentv1.FileKind_FILE_KIND_CONFIG

@@ -12,8 +12,9 @@ import (
 
 // LoadDir builds a snapshot of every regular file under dir (for
 // `gatehouse controller --snapshot-dir` and tests). The top-level folder
-// decides a file's kind: secrets/ → SECRET (mode 0600), policies/ → POLICY,
-// anything else → CONFIG (0644). Symbolic links and other non-regular
+// decides a file's kind: secrets/ → SECRET (mode 0600), policy/ or
+// policies/ → POLICY, anything else → CONFIG (0644); so the output of
+// `gatehouse snapshot --out` serves with the kinds the controller gives it. Symbolic links and other non-regular
 // files below dir are refused, so a snapshot never reaches outside it; dir
 // itself may be a symlink.
 func LoadDir(dir string) (*Snapshot, error) {
@@ -67,7 +68,7 @@ func kindOf(rel string) agentv1.FileKind {
 	switch top {
 	case "secrets":
 		return agentv1.FileKind_FILE_KIND_SECRET
-	case "policies":
+	case "policy", "policies":
 		return agentv1.FileKind_FILE_KIND_POLICY
 	}
 	return agentv1.FileKind_FILE_KIND_CONFIG
