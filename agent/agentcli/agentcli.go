@@ -111,7 +111,7 @@ cleanly and exits 0.`,
 				return errors.Join(errs...)
 			}
 			applyMemoryLimit(o.MemoryLimit, cmd.Flags().Changed("memory-limit"))
-			return Run(cmd.Context(), o, version, slog.New(o.Log.handler(cmd.ErrOrStderr())))
+			return Run(cmd.Context(), o, version, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// LogOptions are the logging flags, the same as every long-running
-// `gatehouse` subcommand's (cmd/gatehouse cannot be imported, so they are
-// repeated here).
+// LogOptions are the logging flags of every long-running subcommand: the
+// agent's here, and cmd/gatehouse's controller uses them too, so both
+// binaries spell the flags and their errors the same way.
 type LogOptions struct {
 	Level  string
 	Format string
@@ -33,7 +33,8 @@ func (o *LogOptions) Validate() []error {
 	return errs
 }
 
-func (o *LogOptions) handler(w io.Writer) slog.Handler {
+// Handler is the slog handler the flags ask for, writing to w.
+func (o *LogOptions) Handler(w io.Writer) slog.Handler {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.Level))
 	ho := &slog.HandlerOptions{Level: level}

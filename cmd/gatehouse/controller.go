@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
@@ -57,7 +58,7 @@ type controllerOptions struct {
 	Profiling          bool
 
 	Agents agentServerOptions
-	Log    logOptions
+	Log    agentcli.LogOptions
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides
@@ -155,7 +156,7 @@ directory of files as they are.`,
 			if errs := o.Validate(); len(errs) > 0 {
 				return errors.Join(errs...)
 			}
-			return runController(cmd.Context(), o, slog.New(o.Log.handler(cmd.ErrOrStderr())))
+			return runController(cmd.Context(), o, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}
 	o.AddFlags(cmd.Flags())
