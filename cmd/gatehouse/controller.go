@@ -202,7 +202,9 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
 	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""
 	if buildSnapshots {
-		kube.AddCacheOptions(&cacheOpts, o.ControlPlaneNamespace)
+		if err := kube.AddCacheOptions(&cacheOpts, cfg, o.ControlPlaneNamespace); err != nil {
+			return err
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,

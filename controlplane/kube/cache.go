@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -12,8 +15,15 @@ import (
 // options: Secrets of the control-plane namespace only, transformed before
 // they are stored so that cluster credentials, repository credentials and
 // kubectl's last-applied copy (which holds the data in clear) never sit in
-// the cache.
-func AddCacheOptions(o *cache.Options, controlPlaneNamespace string) {
+// the cache; and an HTTP client for cfg that trims Application list and
+// watch responses (TrimApplications).
+func AddCacheOptions(o *cache.Options, cfg *rest.Config, controlPlaneNamespace string) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("create the cache's HTTP client: %w", err)
+	}
+	hc.Transport = TrimApplications(hc.Transport)
+	o.HTTPClient = hc
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
@@ -21,6 +31,7 @@ func AddCacheOptions(o *cache.Options, controlPlaneNamespace string) {
 		Namespaces: map[string]cache.Config{controlPlaneNamespace: {}},
 		Transform:  stripSecret,
 	}
+	return nil
 }
 
 func stripSecret(obj any) (any, error) {

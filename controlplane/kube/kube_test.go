@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -128,7 +131,9 @@ func TestKubernetesSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	cacheOpts := webhook.CacheOptions(ns)
-	kube.AddCacheOptions(&cacheOpts, ns)
+	if err := kube.AddCacheOptions(&cacheOpts, cfg, ns); err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cacheOpts, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +228,30 @@ func TestKubernetesSource(t *testing.T) {
 		pub.none(t, 1500*time.Millisecond, "only status and annotations changed")
 		if got := builds(); got != n {
 			t.Fatalf("%v builds ran for status-only updates; want none", got-n)
+		}
+		// The cache's HTTP client never even hands client-go the status.
+		list := func(rt func(http.RoundTripper) http.RoundTripper) string {
+			hc, err := rest.HTTPClientFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc.Transport = rt(hc.Transport)
+			resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/apis/argoproj.io/v1alpha1/namespaces/team-a/applications") //nolint:noctx // test
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		plain := list(func(rt http.RoundTripper) http.RoundTripper { return rt })
+		trimmed := list(kube.TrimApplications)
+		if !strings.Contains(plain, "reconciledAt") || strings.Contains(trimmed, "reconciledAt") || strings.Contains(trimmed, "managedFields") ||
+			!strings.Contains(trimmed, `"team-a-api"`) {
+			t.Errorf("trimmed list still has status or managedFields, or lost the spec (host %s):\n%s", cfg.Host, trimmed)
 		}
 	})
 

@@ -30,7 +30,7 @@ type controllerFigures struct {
 
 const (
 	statusRate   = 100
-	statusWindow = 10 * time.Second
+	statusWindow = 30 * time.Second
 )
 
 var (
