@@ -95,6 +95,18 @@ func nextValue(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// The bytes the scanners stop at, inside and outside strings; everything
+// else is skipped by a table lookup (bytes.IndexAny rebuilt its set per
+// call, which cost more than the scan on JSON this dense).
+var stringStops, valueStops = stops(`"\\`), stops("\"{}[]\n")
+
+func stops(chars string) (t [256]bool) {
+	for i := range len(chars) {
+		t[chars[i]] = true
+	}
+	return t
+}
+
 // valueState follows one JSON value across chunks.
 type valueState struct {
 	depth             int
@@ -102,9 +114,8 @@ type valueState struct {
 }
 
 // scan consumes b up to the end of the value; it reports how many bytes
-// it took and whether the value ended. It jumps between the bytes that
-// matter (quotes, escapes, brackets), so long strings cost a memchr, not a
-// loop turn per byte.
+// it took and whether the value ended. Between the bytes that matter
+// (quotes, escapes, brackets) it only looks bytes up in a table.
 func (st *valueState) scan(b []byte) (int, bool) {
 	i := 0
 	for i < len(b) {
@@ -114,11 +125,12 @@ func (st *valueState) scan(b []byte) (int, bool) {
 				i++
 				continue
 			}
-			j := bytes.IndexAny(b[i:], `"\`)
-			if j < 0 {
+			for i < len(b) && !stringStops[b[i]] {
+				i++
+			}
+			if i == len(b) {
 				return len(b), false
 			}
-			i += j
 			if b[i] == '\\' {
 				st.escaped = true
 			} else {
@@ -127,11 +139,12 @@ func (st *valueState) scan(b []byte) (int, bool) {
 			i++
 			continue
 		}
-		j := bytes.IndexAny(b[i:], "\"{}[]\n")
-		if j < 0 {
+		for i < len(b) && !valueStops[b[i]] {
+			i++
+		}
+		if i == len(b) {
 			return len(b), false
 		}
-		i += j
 		switch c := b[i]; {
 		case c == '"':
 			st.inString = true
@@ -303,11 +316,12 @@ func (s *scanner) str(i int) (int, bool) {
 		return i, false
 	}
 	for j := i + 1; j < len(s.in); {
-		k := bytes.IndexAny(s.in[j:], `"\`)
-		if k < 0 {
+		for j < len(s.in) && !stringStops[s.in[j]] {
+			j++
+		}
+		if j == len(s.in) {
 			return i, false
 		}
-		j += k
 		if s.in[j] == '"' {
 			return j + 1, true
 		}
