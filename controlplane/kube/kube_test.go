@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,7 +207,7 @@ func TestKubernetesSource(t *testing.T) {
 			}
 		}
 		want := []string{snapshot.ApplicationShard("team-a/web"), snapshot.IndexFile}
-		if len(changed) != 2 || !contains(changed, want[0]) || !contains(changed, want[1]) || len(before) != len(after) {
+		if len(changed) != 2 || !slices.Contains(changed, want[0]) || !slices.Contains(changed, want[1]) || len(before) != len(after) {
 			t.Fatalf("changed %v, want exactly %v", changed, want)
 		}
 		first = next
@@ -346,25 +347,9 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 	}
 }
 
+// sameSet reports whether a and b hold the same strings, in any order.
 func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // sumCounter adds up every series of a counter.
