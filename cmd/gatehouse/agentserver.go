@@ -39,7 +39,7 @@ func (o *agentServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Audience, "agent-token-audience", "gatehouse", "audience agents' ServiceAccount tokens must be issued for (checked with TokenReview)")
 	fs.StringSliceVar(&o.ServiceAccounts, "agent-service-accounts", nil, `ServiceAccounts ("namespace/name") whose tokens may connect as agents (default: <--namespace>/gatehouse-proxy)`)
 	fs.StringVar(&o.StaticTokenFile, "agent-static-token-file", "", `for development only: accept the "TOKEN AGENT-ID" lines of this file instead of TokenReview`)
-	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "", "serve agents the files under this directory as the snapshot (re-read every 2s) until the cluster source exists")
+	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "", "serve agents the files under this directory as they are (re-read every 2s), instead of building the snapshot")
 	fs.IntVar(&o.ChunkBytes, "agent-chunk-bytes", server.DefaultChunkBytes, "largest piece of file content in one download message")
 }
 
