@@ -182,6 +182,23 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		})
 	})
+	// Decisions not in the decision cache (expired, or another extension or
+	// method) for users, Applications and projects the engine has seen
+	// before: the usual miss in a running proxy.
+	b.Run("uncached-seen", func(b *testing.B) {
+		e := benchEngine(b, WithCache(0, 0))
+		ins := benchInputs(4096, 7)
+		for _, in := range ins {
+			if _, err := e.Decide(ctx, in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		measure(b, func(i int) {
+			if _, err := e.Decide(ctx, ins[i%len(ins)]); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 	b.Run("cached", func(b *testing.B) {
 		e := benchEngine(b, WithCache(100000, time.Hour))
 		ins := benchInputs(4096, 7)

@@ -426,3 +426,18 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// DefaultControlPlaneNamespace is Argo CD's namespace when
+// config.controlPlaneNamespace is not set.
+const DefaultControlPlaneNamespace = "argocd"
+
+// controlPlaneNamespace reads config.controlPlaneNamespace from bundle data
+// (validated by ValidateData).
+func controlPlaneNamespace(data map[string]any) string {
+	d, _ := data[DataKey].(map[string]any)
+	cfg, _ := d["config"].(map[string]any)
+	if ns, ok := cfg["controlPlaneNamespace"].(string); ok && ns != "" {
+		return ns
+	}
+	return DefaultControlPlaneNamespace
+}

@@ -6,7 +6,10 @@
 // optional .manifest. An Engine compiles a bundle once (rego.PrepareForEval),
 // swaps it in atomically, and answers Decide calls for the proxy: a decision
 // cache sits in front of OPA, a bundle marked non-enforcing runs in shadow
-// mode, and every decision is logged without tokens or secrets. A bundle that
+// mode, and every decision is logged without tokens or secrets. Before each
+// evaluation the engine adds to the input what it works out itself: the
+// user's roles and the project checks (Checks), the latter with Argo CD's own
+// pattern matching (argocd/nspattern). A bundle that
 // does not compile, or whose data.gatehouse document is malformed, is refused
 // and the previous one stays.
 //

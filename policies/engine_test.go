@@ -301,7 +301,7 @@ func TestDecisionLog(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("want a line per decision, got %d:\n%s", len(lines), logs.String())
 	}
-	for k, want := range map[string]any{"user": "alice", "username": "Alice Example", "extension": "metrics", "application": "team-a-dev/guestbook", "method": "GET", "allow": true, "reason": "allowed by role:team-a-dev, role:team-a-viewer"} {
+	for k, want := range map[string]any{"user": "alice", "username": "Alice Example", "extension": "metrics", "application": "team-a-dev/guestbook", "method": "GET", "allow": true, "reason": "allowed by a grant of your roles"} {
 		if lines[0][k] != want {
 			t.Errorf("log %s = %v, want %v", k, lines[0][k], want)
 		}
@@ -487,7 +487,7 @@ func TestEvalFile(t *testing.T) {
 	if err := report.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"decision: allow", "reason:   allowed by role:team-a-dev", `"extensionAllowedBy"`, "trace:"} {
+	for _, want := range []string{"decision: allow", "reason:   allowed by a grant of your roles", `"extensionAllowedBy": [`, `"role:team-a-dev"`, "trace:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -96,7 +96,7 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 	c := e.state.Load()
 	in.normalize()
 	tracer := topdown.NewBufferTracer()
-	if _, err := c.query.Eval(ctx, rego.EvalParsedInput(in.astValue(c.keys)), rego.EvalQueryTracer(tracer)); err != nil {
+	if _, err := c.query.Eval(ctx, rego.EvalParsedInput(c.input(&in)), rego.EvalQueryTracer(tracer)); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	var events []*topdown.Event
@@ -116,7 +116,7 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 		if err != nil {
 			return nil, fmt.Errorf("explain: %w", err)
 		}
-		rs, err := pq.Eval(ctx, rego.EvalParsedInput(in.astValue(c.keys)))
+		rs, err := pq.Eval(ctx, rego.EvalParsedInput(c.input(&in)))
 		if err != nil {
 			return nil, fmt.Errorf("explain: %w", err)
 		}

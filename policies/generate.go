@@ -22,8 +22,6 @@ const GeneratedModulePath = "(generated)/gatehouse/generated.rego"
 // generatedHeader is the part of the generated module that does not depend
 // on data.
 const generatedHeader = `package gatehouse.generated
-
-import future.keywords.or
 `
 
 // refersToGenerated reports whether a module reads the generated package.
@@ -59,20 +57,34 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 
 // generateGrants builds the generated module for the data.gatehouse document
 // of data (validated by ValidateData). It defines, in GeneratedPackage, the
-// roles whose grants apply to the request:
+// roles whose grants apply to the request, for reasons, explanations and
+// deny scope "subject":
 //
 //	application_allowed, application_denied    applications grants
 //	extension_allowed, extension_denied        extension grants
 //	extension_headers                          [role, headers] of the allow grants with headers
 //
-// Each grant becomes one rule whose body is the grant's conditions: who holds
-// its role (input.user.id, input.user.groups; nothing for a default role),
-// then the extension, project, application and method as equality, prefix,
-// suffix or membership tests on input, which the rule indexer selects on, and
-// the namespace and RBAC object on the policy's own values. For example:
+// and booleans, whose evaluation stops at the first grant that holds, for
+// the path of an allowed request:
+//
+//	application_allow     an applications grant allows (or none is needed: a
+//	                      system request, requireApplicationGet off)
+//	extension_allow       an extension grant allows
+//	application_deny      an applications grant denies (requireApplicationGet on)
+//	extension_deny        an extension grant denies
+//	deny                  either
+//	headers_apply         an allow grant with headers applies
+//	available             always: the module is there
+//
+// Each grant becomes one rule per name whose body is the grant's conditions:
+// that the user holds its role ("role" in input.user.roles; nothing for a
+// default role), then the extension, project, application and method as
+// equality, prefix, suffix or membership tests on input, which the rule
+// indexer selects on, and the namespace and RBAC object on the policy's own
+// values. For example:
 //
 //	extension_allowed contains "role:team-a-dev" if {
-//		input.user.id in {"alice", "bob"} or "my-org:team-a" in input.user.groups
+//		"role:team-a-dev" in input.user.roles
 //		input.extension == "logs"
 //		input.application.project == "team-a"
 //		data.gatehouse.extensions.app_namespace == "team-a-dev"
@@ -103,6 +115,7 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 	}
 	g := &generator{module: mod, row: strings.Count(generatedHeader, "\n") + 2, rules: map[string]int{}}
 	holders := roleHolders(&d)
+	requireGet := d.Config.RequireApplicationGet == nil || *d.Config.RequireApplicationGet
 	for _, name := range sortedKeys(d.Roles) {
 		src, ok := holders[name]
 		if !ok {
@@ -110,7 +123,7 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 		}
 		var who *ast.Expr
 		if src != "" {
-			body, err := ast.ParseBodyWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1, FutureKeywords: []string{"or"}})
+			body, err := ast.ParseBodyWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
 			if err != nil {
 				return nil, fmt.Errorf("generate grants: role %q: holders: %w", name, err)
 			}
@@ -118,32 +131,51 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 		}
 		role := d.Roles[name]
 		for _, grant := range role.Applications {
-			set := "application_allowed"
-			if grant.Effect == EffectDeny {
-				set = "application_denied"
-			}
 			b := &body{}
 			b.holder(who)
 			b.applicationGrant(grant)
-			g.rule(set, ast.StringTerm(name), b)
+			if grant.Effect == EffectDeny {
+				g.rule("application_denied", ast.StringTerm(name), b.copy())
+				if requireGet {
+					g.boolean("application_deny", b.copy())
+					g.boolean("deny", b)
+				}
+				continue
+			}
+			g.rule("application_allowed", ast.StringTerm(name), b.copy())
+			if requireGet {
+				g.boolean("application_allow", b)
+			}
 		}
 		for _, grant := range role.Extensions {
 			b := &body{}
 			b.holder(who)
 			b.extensionGrant(grant)
 			if grant.Effect == EffectDeny {
-				g.rule("extension_denied", ast.StringTerm(name), b)
+				g.rule("extension_denied", ast.StringTerm(name), b.copy())
+				g.boolean("extension_deny", b.copy())
+				g.boolean("deny", b)
 				continue
 			}
-			g.rule("extension_allowed", ast.StringTerm(name), b)
+			g.rule("extension_allowed", ast.StringTerm(name), b.copy())
 			if len(grant.Headers) > 0 {
 				g.rule("extension_headers", ast.ArrayTerm(ast.StringTerm(name), headersTerm(grant.Headers)), b.copy())
+				g.boolean("headers_apply", b.copy())
 			}
+			g.boolean("extension_allow", b)
 		}
+	}
+	// A system request needs no applications grant, nor does any request
+	// with requireApplicationGet off.
+	if requireGet {
+		g.boolean("application_allow", &body{exprs: []*ast.Expr{ast.NewExpr(ast.NewTerm(inputRef("application"))).Complement()}})
+	} else {
+		g.boolean("application_allow", &body{})
 	}
 	// A set without rules would be undefined, which sends the policy to its
 	// rules for data; one rule that never holds (with an element of the
-	// set's shape) makes it empty instead.
+	// set's shape) makes it empty instead. A boolean without rules is
+	// undefined, which reads as false.
 	sets := []struct {
 		name    string
 		example *ast.Term
@@ -156,11 +188,19 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 	}
 	for _, set := range sets {
 		if g.rules[set.name] == 0 {
-			g.rule(set.name, set.example, &body{exprs: []*ast.Expr{ast.NewExpr(ast.BooleanTerm(false))}})
+			g.rule(set.name, set.example, never())
 		}
 	}
+	// available tells the policy that the generated rules are there, since an
+	// undefined boolean means no grant applies.
+	available := ast.NewHead(ast.Var("available"), nil, ast.BooleanTerm(true))
+	available.Assign = true // as the parser reads `available := true`
+	g.append("available", available, &body{})
 	return mod, nil
 }
+
+// never is the body of a rule that never holds.
+func never() *body { return &body{exprs: []*ast.Expr{ast.NewExpr(ast.BooleanTerm(false))}} }
 
 // generator appends rules to the generated module.
 type generator struct {
@@ -175,6 +215,10 @@ type generator struct {
 // parsing the holders): some are shared, such as the parts of a builtin's
 // name, and must not be written to.
 func (g *generator) rule(set string, key *ast.Term, b *body) {
+	g.append(set, ast.NewHead(ast.Var(set), key), b)
+}
+
+func (g *generator) append(name string, head *ast.Head, b *body) {
 	exprs := b.exprs
 	if len(exprs) == 0 {
 		exprs = []*ast.Expr{ast.NewExpr(ast.BooleanTerm(true))}
@@ -183,9 +227,9 @@ func (g *generator) rule(set string, key *ast.Term, b *body) {
 	// instead of the node.
 	loc := ast.NewLocation(nil, GeneratedModulePath, g.row, 1)
 	g.row++
-	g.rules[set]++
+	g.rules[name]++
 	r := &ast.Rule{
-		Head:     ast.NewHead(ast.Var(set), key),
+		Head:     head,
 		Body:     ast.NewBody(exprs...),
 		Module:   g.module,
 		Location: loc,
@@ -198,6 +242,12 @@ func (g *generator) rule(set string, key *ast.Term, b *body) {
 	g.module.Rules = append(g.module.Rules, r)
 }
 
+// boolean appends `name if { body }`, a rule OPA stops evaluating at the
+// first body that holds.
+func (g *generator) boolean(name string, b *body) {
+	g.append(name, ast.NewHead(ast.Var(name), nil, ast.BooleanTerm(true)), b)
+}
+
 func headersTerm(h map[string]string) *ast.Term {
 	items := make([][2]*ast.Term, 0, len(h))
 	for _, k := range sortedKeys(h) {
@@ -208,66 +258,22 @@ func headersTerm(h map[string]string) *ast.Term {
 
 // roleHolders returns, for each role someone holds, the Rego source of the
 // condition that the requesting user holds it: "" for a default role
-// (everyone does), else a test of input.user.id and input.user.groups, both of
-// which the rule indexer selects on.
+// (everyone does), else a test of input.user.roles, which the engine fills
+// from the same bindings (roleIndex) and which the rule indexer selects on:
+// it picks the rules of the user's roles among those of every role.
 func roleHolders(d *Data) map[string]string {
-	users := map[string][]string{}
-	groups := map[string][]string{}
-	defaults := map[string]bool{}
-	for _, r := range d.Config.DefaultRoles {
-		defaults[r] = true
-	}
-	for _, u := range sortedKeys(d.Bindings.Users) {
-		for _, r := range d.Bindings.Users[u] {
-			users[r] = appendUnique(users[r], u)
-		}
-	}
-	for _, g := range sortedKeys(d.Bindings.Groups) {
-		for _, r := range d.Bindings.Groups[g] {
-			groups[r] = appendUnique(groups[r], g)
-		}
-	}
 	out := map[string]string{}
-	for r := range defaults {
+	for _, held := range []map[string][]string{d.Bindings.Users, d.Bindings.Groups} {
+		for _, roles := range held {
+			for _, r := range roles {
+				out[r] = regoString(r) + " in input.user.roles"
+			}
+		}
+	}
+	for _, r := range d.Config.DefaultRoles {
 		out[r] = ""
 	}
-	for r, us := range users {
-		if defaults[r] {
-			continue
-		}
-		if len(us) == 1 {
-			out[r] = "input.user.id == " + regoString(us[0])
-			continue
-		}
-		quoted := make([]string, len(us))
-		for i, u := range us {
-			quoted[i] = regoString(u)
-		}
-		out[r] = "input.user.id in {" + strings.Join(quoted, ", ") + "}"
-	}
-	for r, gs := range groups {
-		if defaults[r] {
-			continue
-		}
-		alts := make([]string, 0, len(gs)+1)
-		if u, ok := out[r]; ok {
-			alts = append(alts, u)
-		}
-		for _, g := range gs {
-			alts = append(alts, regoString(g)+" in input.user.groups")
-		}
-		out[r] = strings.Join(alts, " or ")
-	}
 	return out
-}
-
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
 }
 
 // body collects the conditions of one generated rule.

@@ -299,13 +299,23 @@ func TestGeneratedRules(t *testing.T) {
 		rules = append(rules, r.String())
 	}
 	want := []string{
-		`application_allowed contains "role:dev" if { internal.member_2(input.user.id, {"alice", "bob"}) or internal.member_2("ops", input.user.groups); equal(input.application.project, "team-a") }`,
-		`application_denied contains "role:dev" if { internal.member_2(input.user.id, {"alice", "bob"}) or internal.member_2("ops", input.user.groups); glob.match("*/prod/*", null, data.gatehouse.extensions.app_rbac_name); input.application }`,
-		`extension_allowed contains "role:dev" if { internal.member_2(input.user.id, {"alice", "bob"}) or internal.member_2("ops", input.user.groups); equal(input.extension, "logs"); internal.member_2(input.request.method, {"GET", "HEAD"}); startswith(input.application.project, "team-"); equal(data.gatehouse.extensions.app_namespace, "team-a-dev") }`,
+		`application_allowed contains "role:dev" if { internal.member_2("role:dev", input.user.roles); equal(input.application.project, "team-a") }`,
+		`application_allow = true if { internal.member_2("role:dev", input.user.roles); equal(input.application.project, "team-a") }`,
+		`application_denied contains "role:dev" if { internal.member_2("role:dev", input.user.roles); glob.match("*/prod/*", null, data.gatehouse.extensions.app_rbac_name); input.application }`,
+		`application_deny = true if { internal.member_2("role:dev", input.user.roles); glob.match("*/prod/*", null, data.gatehouse.extensions.app_rbac_name); input.application }`,
+		`deny = true if { internal.member_2("role:dev", input.user.roles); glob.match("*/prod/*", null, data.gatehouse.extensions.app_rbac_name); input.application }`,
+		`extension_allowed contains "role:dev" if { internal.member_2("role:dev", input.user.roles); equal(input.extension, "logs"); internal.member_2(input.request.method, {"GET", "HEAD"}); startswith(input.application.project, "team-"); equal(data.gatehouse.extensions.app_namespace, "team-a-dev") }`,
+		`extension_allow = true if { internal.member_2("role:dev", input.user.roles); equal(input.extension, "logs"); internal.member_2(input.request.method, {"GET", "HEAD"}); startswith(input.application.project, "team-"); equal(data.gatehouse.extensions.app_namespace, "team-a-dev") }`,
 		`extension_allowed contains "role:everyone" if { equal(input.extension, "status") }`,
-		`extension_allowed contains "role:ops" if { internal.member_2("sre", input.user.groups); endswith(input.extension, "-ops") }`,
-		`extension_headers contains ["role:ops", {"X-Ops": "1"}] if { internal.member_2("sre", input.user.groups); endswith(input.extension, "-ops") }`,
+		`extension_allow = true if { equal(input.extension, "status") }`,
+		`extension_allowed contains "role:ops" if { internal.member_2("role:ops", input.user.roles); endswith(input.extension, "-ops") }`,
+		`extension_headers contains ["role:ops", {"X-Ops": "1"}] if { internal.member_2("role:ops", input.user.roles); endswith(input.extension, "-ops") }`,
+		`headers_apply = true if { internal.member_2("role:ops", input.user.roles); endswith(input.extension, "-ops") }`,
+		`extension_allow = true if { internal.member_2("role:ops", input.user.roles); endswith(input.extension, "-ops") }`,
+		// a system request needs no applications grant
+		`application_allow = true if { not input.application }`,
 		`extension_denied contains "" if { false }`,
+		`available := true if { true }`,
 	}
 	if strings.Join(rules, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rules:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(want, "\n"))

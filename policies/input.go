@@ -17,9 +17,13 @@ import (
 //	             "destinations": [{"server": "https://…", "namespace": "guestbook"}],
 //	             "permitOnlyProjectScopedClusters": false},
 //	 "cluster": {"name": "in-cluster", "server": "https://…", "project": ""},
-//	 "request": {"method": "GET", "path": "/api/v1/…"}}
+//	 "request": {"method": "GET", "path": "/api/v1/…"},
+//	 "checks": {"namespacePermitted": true, "clusterMatches": true, "destinationPermitted": true}}
 //
-// Application, Project and Cluster are absent for system extensions.
+// Application, Project and Cluster are absent for system extensions. The
+// engine adds what it works out itself: user.roles (the roles data.gatehouse
+// binds to the user, see roleIndex) and, for an application request, checks
+// (see Checks).
 type Input struct {
 	User        User         `json:"user"`
 	Extension   string       `json:"extension"`
@@ -100,6 +104,8 @@ type inputKeys struct {
 	user, id, username, groups, extension, request, method, path             *ast.Term
 	application, namespace, name, project, destination, server               *ast.Term
 	sourceNamespaces, destinations, permitOnlyProjectScopedClusters, cluster *ast.Term
+	checks, namespacePermitted, clusterMatches, destinationPermitted         *ast.Term
+	roles                                                                    *ast.Term
 }
 
 func newInputKeys() *inputKeys {
@@ -113,71 +119,12 @@ func newInputKeys() *inputKeys {
 		sourceNamespaces: ast.StringTerm("sourceNamespaces"), destinations: ast.StringTerm("destinations"),
 		permitOnlyProjectScopedClusters: ast.StringTerm("permitOnlyProjectScopedClusters"),
 		cluster:                         ast.StringTerm("cluster"),
+		checks:                          ast.StringTerm("checks"),
+		roles:                           ast.StringTerm("roles"),
+		namespacePermitted:              ast.StringTerm("namespacePermitted"),
+		clusterMatches:                  ast.StringTerm("clusterMatches"),
+		destinationPermitted:            ast.StringTerm("destinationPermitted"),
 	}
-}
-
-// astValue builds the Rego input directly, without a JSON round trip. Its
-// terms come from one allocation, and each object is made whole rather than
-// grown, since every decision builds one.
-func (in *Input) astValue(k *inputKeys) ast.Value {
-	terms := termSlab{ts: make([]ast.Term, 0, in.termCount())}
-	user := ast.NewObject(
-		terms.item(k.id, ast.String(in.User.ID)),
-		terms.item(k.username, ast.String(in.User.Username)),
-		terms.item(k.groups, terms.stringArray(in.User.Groups)),
-	)
-	items := make([][2]*ast.Term, 0, 6)
-	items = append(items,
-		terms.item(k.user, user),
-		terms.item(k.extension, ast.String(in.Extension)),
-		terms.item(k.request, ast.NewObject(
-			terms.item(k.method, ast.String(in.Request.Method)),
-			terms.item(k.path, ast.String(in.Request.Path)),
-		)),
-	)
-	if a := in.Application; a != nil {
-		items = append(items, terms.item(k.application, ast.NewObject(
-			terms.item(k.namespace, ast.String(a.Namespace)),
-			terms.item(k.name, ast.String(a.Name)),
-			terms.item(k.project, ast.String(a.Project)),
-			terms.item(k.destination, terms.destination(k, a.Destination)),
-		)))
-	}
-	if p := in.Project; p != nil {
-		dests := make([]*ast.Term, len(p.Destinations))
-		for i, d := range p.Destinations {
-			dests[i] = terms.term(terms.destination(k, d))
-		}
-		items = append(items, terms.item(k.project, ast.NewObject(
-			terms.item(k.name, ast.String(p.Name)),
-			terms.item(k.sourceNamespaces, terms.stringArray(p.SourceNamespaces)),
-			terms.item(k.destinations, ast.NewArray(dests...)),
-			terms.item(k.permitOnlyProjectScopedClusters, ast.Boolean(p.PermitOnlyProjectScopedClusters)),
-		)))
-	}
-	if c := in.Cluster; c != nil {
-		items = append(items, terms.item(k.cluster, ast.NewObject(
-			terms.item(k.name, ast.String(c.Name)),
-			terms.item(k.server, ast.String(c.Server)),
-			terms.item(k.project, ast.String(c.Project)),
-		)))
-	}
-	return ast.NewObject(items...)
-}
-
-// termCount is the number of terms astValue makes (besides the keys).
-func (in *Input) termCount() int {
-	n := 8 + len(in.User.Groups) // user (3 fields), extension, request (2 fields and itself), user itself
-	if in.Application != nil {
-		n += 5 + 4 // its fields and itself, the destination's
-	}
-	if p := in.Project; p != nil {
-		n += 5 + len(p.SourceNamespaces) + 4*len(p.Destinations)
-	}
-	if in.Cluster != nil {
-		n += 4
-	}
-	return n
 }
 
 // termSlab hands out terms from one slice; past its capacity it allocates
@@ -194,20 +141,4 @@ func (s *termSlab) term(v ast.Value) *ast.Term {
 
 func (s *termSlab) item(k *ast.Term, v ast.Value) [2]*ast.Term {
 	return [2]*ast.Term{k, s.term(v)}
-}
-
-func (s *termSlab) destination(k *inputKeys, d Destination) ast.Value {
-	return ast.NewObject(
-		s.item(k.name, ast.String(d.Name)),
-		s.item(k.server, ast.String(d.Server)),
-		s.item(k.namespace, ast.String(d.Namespace)),
-	)
-}
-
-func (s *termSlab) stringArray(ss []string) ast.Value {
-	terms := make([]*ast.Term, len(ss))
-	for i, x := range ss {
-		terms[i] = s.term(ast.String(x))
-	}
-	return ast.NewArray(terms...)
 }

@@ -15,11 +15,14 @@
 #     3. a grant lets the user invoke the extension there with this method,
 #        and no deny rule forbids it (deny wins);
 #     4. for an application request, the Application's project still permits
-#        the Application's namespace and its destination.
+#        the Application's namespace and its destination (input.checks, which
+#        the engine works out with Argo CD's matching).
 #
-#   Every request the proxy makes without a cached decision runs this, so the
-#   rules on the path of an allowed request read input directly and are few:
-#   each expression costs OPA about half a microsecond.
+#   Every request the proxy makes without a cached decision runs this, so an
+#   allowed request takes a short path: three indexed lookups in the
+#   generated grant rules and a few comparisons, about 35 expressions at
+#   about half a microsecond each. Only a denial works out which roles and
+#   which check are to blame, for its reason.
 package gatehouse.extensions
 
 # ---------------------------------------------------------------------------
@@ -28,15 +31,40 @@ package gatehouse.extensions
 
 default decision := {"allow": false, "reason": "denied: the policy could not authorize this request"}
 
-decision := {"allow": false, "reason": msg} if {
-	msg := input_problem
-} else := {"allow": false, "reason": msg} if {
-	msg := application_problem
-} else := {"allow": false, "reason": msg} if {
-	msg := extension_problem
-} else := {"allow": false, "reason": msg} if {
-	msg := project_problem
-} else := {"allow": true, "reason": concat("", ["allowed by ", concat(", ", sort(extension_allowers - extension_deniers))]), "headers": headers}
+decision := {"allow": true, "reason": allowed_reason, "headers": headers} if {
+	input_complete
+	granted
+	project_permits
+} else := {"allow": false, "reason": denial}
+
+# The first check that fails, in the order of the list above.
+denial := input_denial if {
+	not input_complete
+} else := application_denial if {
+	not application_visible
+} else := extension_denial if {
+	not extension_granted
+} else := project_denial
+
+# Steps 2 and 3. The generated rules answer in three indexed lookups when no
+# deny rule applies, the usual case, in either deny scope. Otherwise, in deny
+# scope "all", a deny rule denies; in deny scope "subject", and without the
+# generated rules, the rules of steps 2 and 3 below decide.
+granted if {
+	data.gatehouse.generated.extension_allow
+	data.gatehouse.generated.application_allow
+	not data.gatehouse.generated.deny
+}
+
+granted if {
+	judged_by_sets
+	application_visible
+	extension_granted
+}
+
+judged_by_sets if not generated
+
+judged_by_sets if subject_scope
 
 # ---------------------------------------------------------------------------
 # Configuration (data.gatehouse.config), with defaults
@@ -84,11 +112,6 @@ app_rbac_name := concat("/", [app_project, app_name]) if {
 
 app_label := concat("/", [app_namespace, app_name])
 
-input_problem := msg if {
-	not input_complete
-	msg := input_denial
-}
-
 # input_complete holds exactly when no case of input_denial does.
 input_complete if {
 	input.application.name != ""
@@ -135,20 +158,53 @@ roles := {r | some [_, r] in subject_roles}
 # delimiters), as in Argo CD's RBAC, so "*" also matches "/"; a plain name is a
 # glob that matches only itself; a missing pattern is "*".
 #
-# The roles whose grants apply to this request, split into the roles that
-# allow and the roles that deny, come from one of two places that give the
-# same answer:
+# Whether a grant of the user's roles allows or denies this request, and
+# which roles, come from one of two places that give the same answers:
 #
 #   - data.gatehouse.generated, a module the engine builds from
 #     data.gatehouse on every load (policies/generate.go): one rule per grant,
 #     whose subjects, extension and project are conditions on input that OPA's
 #     rule indexer selects on, so a decision evaluates only the few grants
-#     that can apply;
+#     that can apply. Its booleans (extension_allow, application_allow,
+#     deny, headers_apply) stop at the first grant that holds, which is all
+#     an allowed request needs; its sets name the roles, for deny scope
+#     "subject", reasons and explanations;
 #   - without it (opa test, tests that mock data.gatehouse), the rules below,
 #     which scan the grants of the user's roles.
 #
 # TestGeneratedGrantsMatchData holds the two to the same decisions.
 # ---------------------------------------------------------------------------
+
+generated if data.gatehouse.generated.available
+
+# Whether some grant allows or denies, without naming roles.
+application_allow if data.gatehouse.generated.application_allow
+
+application_allow if {
+	not generated
+	count(application_allowers) > 0
+}
+
+application_deny if data.gatehouse.generated.application_deny
+
+application_deny if {
+	not generated
+	count(application_deniers) > 0
+}
+
+extension_allow if data.gatehouse.generated.extension_allow
+
+extension_allow if {
+	not generated
+	count(extension_allowers) > 0
+}
+
+extension_deny if data.gatehouse.generated.extension_deny
+
+extension_deny if {
+	not generated
+	count(extension_deniers) > 0
+}
 
 application_allowers := x if {
 	x := data.gatehouse.generated.application_allowed
@@ -268,24 +324,21 @@ subject_denies(s, denied) if {
 
 # With no deny rule, an allowing role is enough in either deny scope.
 application_visible if {
-	count(application_allowers) > 0
-	count(application_deniers) == 0
+	application_allow
+	not application_deny
 }
+
+application_visible if not input.application
+
+application_visible if data.gatehouse.config.requireApplicationGet == false
 
 application_visible if {
 	subject_scope
 	subject_grants(application_allowers, application_deniers)
 }
 
-application_problem := msg if {
-	input.application
-	not data.gatehouse.config.requireApplicationGet == false
-	not application_visible
-	msg := application_denial
-}
-
 application_denial := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(application_deniers)), app_label]) if {
-	count(application_deniers) > 0
+	application_deny
 } else := sprintf("denied: none of your roles may view application %s (Argo CD permission: applications, get, %s)", [app_label, app_rbac_name])
 
 # ---------------------------------------------------------------------------
@@ -293,8 +346,8 @@ application_denial := sprintf("denied: a deny rule of %s forbids viewing applica
 # ---------------------------------------------------------------------------
 
 extension_granted if {
-	count(extension_allowers) > 0
-	count(extension_deniers) == 0
+	extension_allow
+	not extension_deny
 }
 
 extension_granted if {
@@ -302,13 +355,8 @@ extension_granted if {
 	subject_grants(extension_allowers, extension_deniers)
 }
 
-extension_problem := msg if {
-	not extension_granted
-	msg := extension_denial
-}
-
 extension_denial := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, extension, where]) if {
-	count(extension_deniers) > 0
+	extension_deny
 } else := sprintf("denied: none of your roles may %s extension %q%s", [method, extension, where])
 
 where := sprintf(" for application %s", [app_label]) if {
@@ -317,180 +365,56 @@ where := sprintf(" for application %s", [app_label]) if {
 
 # ---------------------------------------------------------------------------
 # 4. The Application's project still permits it (Argo CD's own checks, so a
-# stale or forged application header never widens access)
+# stale or forged application header never widens access). The engine works
+# out input.checks from input.project, input.application and input.cluster
+# with Argo CD's pattern matching before every evaluation (policies.Checks);
+# without them (a raw input, stock opa eval) an application request is denied.
 # ---------------------------------------------------------------------------
 
-project_problem := msg if {
-	input.application
-	not project_permits
-	msg := project_denial
-}
-
-# project_permits holds exactly when no case of project_denial does (past
-# input_problem, which requires input.application.project).
 project_permits if {
 	input.project.name == input.application.project
-	namespace_permitted
-	cluster_consistent
-	destination_permitted
+	input.checks.namespacePermitted == true
+	input.checks.clusterMatches == true
+	input.checks.destinationPermitted == true
 }
+
+project_permits if not input.application
 
 project_denial := "denied: the application's project is unknown" if {
 	not input.project
 } else := sprintf("denied: application %s belongs to project %q, not %q", [app_label, app_project, object.get(input.project, "name", "")]) if {
 	object.get(input.project, "name", "") != app_project
+} else := "denied: the project checks are missing from the input (policies.Checks); evaluate through Gatehouse's engine" if {
+	not input.checks
 } else := sprintf("denied: project %q does not permit applications in namespace %q", [app_project, app_namespace]) if {
-	not namespace_permitted
+	not input.checks.namespacePermitted == true
 } else := sprintf("denied: the destination cluster does not match application %s", [app_label]) if {
-	not cluster_consistent
+	not input.checks.clusterMatches == true
 } else := sprintf("denied: project %q does not permit the destination of application %s", [app_project, app_label])
-
-# Argo CD AppProject.IsAppNamespacePermitted: the control-plane namespace is
-# always permitted; otherwise one of spec.sourceNamespaces must match (a glob,
-# or a /regular expression/, unanchored).
-namespace_permitted if app_namespace == control_plane_namespace
-
-namespace_permitted if {
-	some p in input.project.sourceNamespaces
-	glob.match(p, null, app_namespace)
-}
-
-namespace_permitted if {
-	some p in input.project.sourceNamespaces
-	startswith(p, "/")
-	endswith(p, "/")
-	count(p) > 1
-	regex.match(substring(p, 1, count(p) - 2), app_namespace)
-}
-
-cluster_name := object.get(input, ["cluster", "name"], "")
-
-cluster_server := object.get(input, ["cluster", "server"], "")
-
-dest_namespace := object.get(input.application, ["destination", "namespace"], "")
-
-# The resolved cluster must be the one the Application names.
-cluster_consistent if {
-	input.cluster
-	object.get(input.application, ["destination", "server"], "") in {"", object.get(input.cluster, "server", "")}
-	object.get(input.application, ["destination", "name"], "") in {"", object.get(input.cluster, "name", "")}
-	not scoped_cluster_refused
-}
-
-# spec.permitOnlyProjectScopedClusters: the cluster must belong to the project.
-scoped_cluster_refused if {
-	input.project.permitOnlyProjectScopedClusters == true
-	object.get(input.cluster, "project", "") != input.project.name
-}
-
-# Argo CD AppProject.isDestinationMatched, including "!" deny patterns: some
-# destination matches and no deny pattern refuses. Without a pattern that
-# starts with "!" (the usual case) plain globs decide, as destination_matches
-# would.
-destination_permitted if {
-	not negated_destinations
-	server := input.cluster.server
-	server != ""
-	namespace := object.get(input.application, ["destination", "namespace"], "")
-	some d in input.project.destinations
-	glob.match(object.get(d, "server", ""), null, server)
-	glob.match(object.get(d, "namespace", ""), null, namespace)
-}
-
-destination_permitted if {
-	not negated_destinations
-	name := input.cluster.name
-	name != ""
-	namespace := object.get(input.application, ["destination", "namespace"], "")
-	some d in input.project.destinations
-	glob.match(object.get(d, "name", ""), null, name)
-	glob.match(object.get(d, "namespace", ""), null, namespace)
-}
-
-destination_permitted if {
-	negated_destinations
-	some d in input.project.destinations
-	destination_matches(d)
-	not destination_refused
-}
-
-# Some destination pattern starts with "!".
-negated_destinations if {
-	some d in input.project.destinations
-	some p in d
-	startswith(p, "!")
-}
-
-destination_matches(d) if {
-	cluster_server != ""
-	dest_glob(object.get(d, "server", ""), cluster_server)
-	dest_glob(object.get(d, "namespace", ""), dest_namespace)
-}
-
-destination_matches(d) if {
-	cluster_name != ""
-	dest_glob(object.get(d, "name", ""), cluster_name)
-	dest_glob(object.get(d, "namespace", ""), dest_namespace)
-}
-
-destination_refused if {
-	some d in input.project.destinations
-	contains(concat("", [object.get(d, "name", ""), object.get(d, "server", ""), object.get(d, "namespace", "")]), "!")
-	not destination_matches(d)
-	destination_refuses(d)
-}
-
-destination_refuses(d) if {
-	startswith(object.get(d, "name", ""), "!")
-	not dest_name_matched(d)
-}
-
-destination_refuses(d) if {
-	startswith(object.get(d, "server", ""), "!")
-	not dest_server_matched(d)
-	dest_namespace_matched(d)
-}
-
-destination_refuses(d) if {
-	startswith(object.get(d, "namespace", ""), "!")
-	not dest_namespace_matched(d)
-	dest_server_matched(d)
-}
-
-dest_name_matched(d) if {
-	cluster_name != ""
-	dest_glob(object.get(d, "name", ""), cluster_name)
-}
-
-dest_server_matched(d) if {
-	cluster_server != ""
-	dest_glob(object.get(d, "server", ""), cluster_server)
-}
-
-dest_namespace_matched(d) if dest_glob(object.get(d, "namespace", ""), dest_namespace)
-
-# Argo CD's globMatch with negation: "!p" matches what p does not.
-dest_glob(p, v) if {
-	not startswith(p, "!")
-	glob.match(p, null, v)
-}
-
-dest_glob(p, v) if {
-	startswith(p, "!")
-	not glob.match(substring(p, 1, -1), null, v)
-}
 
 # ---------------------------------------------------------------------------
 # Allowed: reason and headers
 # ---------------------------------------------------------------------------
 
+# Naming the roles that allow would cost every grant of the user's roles that
+# applies, the tail of the decision latency; `gatehouse policy eval --explain`
+# names them.
+allowed_reason := "allowed by a grant of your roles"
+
 # Headers from the matching allow grants of roles that deny nothing here;
 # several values for one name are joined with ", " in sorted order.
-headers := {} if {
-	count(extension_header_grants) == 0
-} else := {name: concat(", ", sort(values)) |
+headers := {name: concat(", ", sort(values)) |
 	some name in {n | some [n, _] in header_pairs}
 	values := {v | some [n, v] in header_pairs; n == name}
+} if {
+	headers_apply
+} else := {}
+
+headers_apply if data.gatehouse.generated.headers_apply
+
+headers_apply if {
+	not generated
+	count(extension_header_grants) > 0
 }
 
 header_pairs contains [name, value] if {
@@ -514,8 +438,8 @@ explanation := {
 	"extensionAllowedBy": sort(extension_allowers - extension_deniers),
 	"extensionDeniedBy": sort(extension_deniers),
 	"extensionGranted": holds({1 | extension_granted}),
-	"namespacePermitted": holds({1 | namespace_permitted}),
-	"destinationPermitted": holds({1 | destination_permitted}),
+	"projectPermits": holds({1 | project_permits}),
+	"checks": object.get(input, "checks", {}),
 }
 
 holds(s) := count(s) > 0

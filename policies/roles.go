@@ -1,0 +1,51 @@
+package policies
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// roleIndex resolves the roles a user holds from data.gatehouse: the default
+// roles, the roles bound to the user's id and those bound to each of the
+// user's groups. The engine puts them in input.user.roles before every
+// evaluation, so that rules can select on them (see generateGrants).
+type roleIndex struct {
+	defaults []string
+	users    map[string][]string
+	groups   map[string][]string
+}
+
+// newRoleIndex reads the bindings of bundle data (validated by ValidateData);
+// data without them gives nobody a role.
+func newRoleIndex(data map[string]any) (*roleIndex, error) {
+	var d Data
+	if raw, ok := data[DataKey]; ok {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, err
+		}
+	}
+	return &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups}, nil
+}
+
+// roles returns the user's roles, sorted and without repeats.
+func (x *roleIndex) roles(u *User) []string {
+	n := len(x.defaults) + len(x.users[u.ID])
+	for _, g := range u.Groups {
+		n += len(x.groups[g])
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	out = append(out, x.defaults...)
+	out = append(out, x.users[u.ID]...)
+	for _, g := range u.Groups {
+		out = append(out, x.groups[g]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
