@@ -172,58 +172,36 @@ func benchEngine(b *testing.B, opts ...Option) *Engine {
 }
 
 func BenchmarkDecide(b *testing.B) {
-	ctx := context.Background()
-	b.Run("uncached", func(b *testing.B) {
-		e := benchEngine(b, WithCache(0, 0))
-		ins := benchInputs(4096, 7)
-		measure(b, func(i int) {
-			if _, err := e.Decide(ctx, ins[i%len(ins)]); err != nil {
-				b.Fatal(err)
-			}
+	cases := []struct {
+		name string
+		opts []Option
+		warm bool // decide every input once before measuring
+	}{
+		{name: "uncached", opts: []Option{WithCache(0, 0)}},
+		// Decisions not in the decision cache (expired, or another extension
+		// or method) for users, Applications and projects the engine has
+		// seen before: the usual miss in a running proxy.
+		{name: "uncached-seen", opts: []Option{WithCache(0, 0)}, warm: true},
+		{name: "cached", opts: []Option{WithCache(100000, time.Hour)}, warm: true},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchDecide(b, benchEngine(b, c.opts...), c.warm)
 		})
-	})
-	// Decisions not in the decision cache (expired, or another extension or
-	// method) for users, Applications and projects the engine has seen
-	// before: the usual miss in a running proxy.
-	b.Run("uncached-seen", func(b *testing.B) {
-		e := benchEngine(b, WithCache(0, 0))
-		ins := benchInputs(4096, 7)
-		for _, in := range ins {
-			if _, err := e.Decide(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-		}
-		measure(b, func(i int) {
-			if _, err := e.Decide(ctx, ins[i%len(ins)]); err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
-	b.Run("cached", func(b *testing.B) {
-		e := benchEngine(b, WithCache(100000, time.Hour))
-		ins := benchInputs(4096, 7)
-		for _, in := range ins {
-			if _, err := e.Decide(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-		}
-		measure(b, func(i int) {
-			if _, err := e.Decide(ctx, ins[i%len(ins)]); err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
+	}
 }
 
-// BenchmarkDecideLogged is the cached path with the JSON decision log on
-// (to io.Discard): the cost of a log line per decision.
-func BenchmarkDecideLogged(b *testing.B) {
+// benchDecide measures Decide over the benchmark's inputs, each decided once
+// before if warm.
+func benchDecide(b *testing.B, e *Engine, warm bool) {
+	b.Helper()
 	ctx := context.Background()
-	e := benchEngine(b, WithCache(100000, time.Hour), WithDecisionLog(slog.New(slog.NewJSONHandler(io.Discard, nil))))
 	ins := benchInputs(4096, 7)
-	for _, in := range ins {
-		if _, err := e.Decide(ctx, in); err != nil {
-			b.Fatal(err)
+	if warm {
+		for _, in := range ins {
+			if _, err := e.Decide(ctx, in); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	measure(b, func(i int) {
@@ -231,6 +209,12 @@ func BenchmarkDecideLogged(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkDecideLogged is the cached path with the JSON decision log on
+// (to io.Discard): the cost of a log line per decision.
+func BenchmarkDecideLogged(b *testing.B) {
+	benchDecide(b, benchEngine(b, WithCache(100000, time.Hour), WithDecisionLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))), true)
 }
 
 func BenchmarkCompile(b *testing.B) {
