@@ -99,22 +99,16 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 // The rules are built as syntax trees rather than parsed: parsing the source
 // of a thousand grants took longer than compiling it.
 func generateGrants(data map[string]any) (*ast.Module, error) {
-	var d Data
-	if raw, ok := data[DataKey]; ok {
-		b, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("generate grants: %w", err)
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			return nil, fmt.Errorf("generate grants: data.%s: %w", DataKey, err)
-		}
+	d, err := decodeData(data)
+	if err != nil {
+		return nil, fmt.Errorf("generate grants: %w", err)
 	}
 	mod, err := ast.ParseModuleWithOpts(GeneratedModulePath, generatedHeader, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, fmt.Errorf("generate grants: header: %w", err)
 	}
 	g := &generator{module: mod, row: strings.Count(generatedHeader, "\n") + 2, rules: map[string]int{}}
-	holders := roleHolders(&d)
+	holders := roleHolders(d)
 	requireGet := d.Config.RequireApplicationGet == nil || *d.Config.RequireApplicationGet
 	for _, name := range sortedKeys(d.Roles) {
 		src, ok := holders[name]

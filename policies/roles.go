@@ -2,6 +2,7 @@ package policies
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -18,6 +19,16 @@ type roleIndex struct {
 // newRoleIndex reads the bindings of bundle data (validated by ValidateData);
 // data without them gives nobody a role.
 func newRoleIndex(data map[string]any) (*roleIndex, error) {
+	d, err := decodeData(data)
+	if err != nil {
+		return nil, err
+	}
+	return &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups}, nil
+}
+
+// decodeData reads data.gatehouse from bundle data (validated by
+// ValidateData) into Data; data without it is an empty Data.
+func decodeData(data map[string]any) (*Data, error) {
 	var d Data
 	if raw, ok := data[DataKey]; ok {
 		b, err := json.Marshal(raw)
@@ -25,10 +36,10 @@ func newRoleIndex(data map[string]any) (*roleIndex, error) {
 			return nil, err
 		}
 		if err := json.Unmarshal(b, &d); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("data.%s: %w", DataKey, err)
 		}
 	}
-	return &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups}, nil
+	return &d, nil
 }
 
 // roles returns the user's roles, sorted and without repeats.
