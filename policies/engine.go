@@ -67,6 +67,7 @@ type compiled struct {
 	cache         *decisionCache
 	checker       *checker
 	values        *inputValues
+	ruleCaches    *ruleCaches
 	// controlPlane is data.gatehouse.config.controlPlaneNamespace, for
 	// Checks.
 	controlPlane string
@@ -256,6 +257,8 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
+	rules := c.ruleCaches.get()
+	defer c.ruleCaches.put(rules)
 	q := topdown.NewQuery(c.body).
 		WithQueryCompiler(c.queryCompiler).
 		WithCompiler(c.compiler).
@@ -266,6 +269,7 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 		WithEarlyExit(true).
 		WithInterQueryBuiltinValueCache(c.iqvc).
 		WithMetrics(noMetrics).
+		WithVirtualCache(rules).
 		WithCancel(cancel)
 	var out ast.Value
 	err = q.Iter(ctx, func(qr topdown.QueryResult) error {
@@ -464,6 +468,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		withPath:      b.Manifest.Metadata.CacheKeyIncludesPath,
 		checker:       newChecker(),
 		values:        newInputValues(roles),
+		ruleCaches:    &ruleCaches{},
 
 		controlPlane: controlPlaneNamespace(data),
 	}, warnings, nil

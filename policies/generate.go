@@ -185,12 +185,31 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 			g.rule(set.name, set.example, never())
 		}
 	}
-	// available tells the policy that the generated rules are there, since an
-	// undefined boolean means no grant applies.
-	available := ast.NewHead(ast.Var("available"), nil, ast.BooleanTerm(true))
-	available.Assign = true // as the parser reads `available := true`
-	g.append("available", available, &body{})
+	// The booleans the policy reads by value are false when none of their
+	// rules holds, rather than undefined, so the policy tells "no grant
+	// applies" from "no generated rules" (undefined) without a further
+	// lookup. deny is read only as `not deny`, where undefined does as well
+	// and costs no evaluation of a default.
+	for _, name := range []string{"application_allow", "application_deny", "extension_allow", "extension_deny", "headers_apply"} {
+		g.constant(name, ast.BooleanTerm(false), true)
+	}
+	g.constant("available", ast.BooleanTerm(true), false)
+	// In deny scope "all" the booleans decide steps 2 and 3 alone; in deny
+	// scope "subject" a deny rule needs the sets, to find whose it is.
+	if d.Config.DenyScope != DenyScopeSubject {
+		g.constant("decides", ast.BooleanTerm(true), false)
+	}
 	return mod, nil
+}
+
+// constant appends `name := value`, or `default name := value`.
+func (g *generator) constant(name string, value *ast.Term, isDefault bool) {
+	head := ast.NewHead(ast.Var(name), nil, value)
+	head.Assign = true // as the parser reads `name := value`
+	g.append(name, head, &body{})
+	if isDefault {
+		g.module.Rules[len(g.module.Rules)-1].Default = true
+	}
 }
 
 // never is the body of a rule that never holds.

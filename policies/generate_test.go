@@ -315,7 +315,15 @@ func TestGeneratedRules(t *testing.T) {
 		// a system request needs no applications grant
 		`application_allow = true if { not input.application }`,
 		`extension_denied contains "" if { false }`,
+		// no grant applies: false, not undefined
+		`default application_allow := false`,
+		`default application_deny := false`,
+		`default extension_allow := false`,
+		`default extension_deny := false`,
+		`default headers_apply := false`,
 		`available := true if { true }`,
+		// deny scope "all": the booleans decide steps 2 and 3
+		`decides := true if { true }`,
 	}
 	if strings.Join(rules, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rules:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(want, "\n"))

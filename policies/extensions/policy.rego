@@ -31,7 +31,10 @@ package gatehouse.extensions
 
 default decision := {"allow": false, "reason": "denied: the policy could not authorize this request"}
 
-decision := {"allow": true, "reason": allowed_reason, "headers": headers} if {
+# The reason of an allowed request names no role: naming them would cost
+# every grant of the user's roles that applies, the tail of the decision
+# latency; `gatehouse policy eval --explain` names them.
+decision := {"allow": true, "reason": "allowed by a grant of your roles", "headers": headers} if {
 	input_complete
 	granted
 	project_permits
@@ -47,9 +50,10 @@ denial := input_denial if {
 } else := project_denial
 
 # Steps 2 and 3. The generated rules answer in three indexed lookups when no
-# deny rule applies, the usual case, in either deny scope. Otherwise, in deny
-# scope "all", a deny rule denies; in deny scope "subject", and without the
-# generated rules, the rules of steps 2 and 3 below decide.
+# deny rule applies, the usual case, in either deny scope. In deny scope
+# "all" they answer alone (data.gatehouse.generated.decides); in deny scope
+# "subject", and without the generated rules, the rules of steps 2 and 3
+# below decide.
 granted if {
 	data.gatehouse.generated.extension_allow
 	data.gatehouse.generated.application_allow
@@ -57,14 +61,10 @@ granted if {
 }
 
 granted if {
-	judged_by_sets
+	not data.gatehouse.generated.decides
 	application_visible
 	extension_granted
 }
-
-judged_by_sets if not generated
-
-judged_by_sets if subject_scope
 
 # ---------------------------------------------------------------------------
 # Configuration (data.gatehouse.config), with defaults
@@ -106,11 +106,13 @@ app_namespace := ns if {
 } else := control_plane_namespace
 
 # The object Argo CD's RBAC checks for an Application (util/security.RBACName).
-app_rbac_name := concat("/", [app_project, app_name]) if {
-	app_namespace == control_plane_namespace
-} else := concat("/", [app_project, app_namespace, app_name])
+# Most Applications live outside the control-plane namespace, so that case
+# comes first.
+app_rbac_name := concat("/", [input.application.project, app_namespace, input.application.name]) if {
+	app_namespace != control_plane_namespace
+} else := concat("/", [input.application.project, input.application.name])
 
-app_label := concat("/", [app_namespace, app_name])
+app_label := concat("/", [app_namespace, input.application.name])
 
 # input_complete holds exactly when no case of input_denial does.
 input_complete if {
@@ -175,36 +177,22 @@ roles := {r | some [_, r] in subject_roles}
 # TestGeneratedGrantsMatchData holds the two to the same decisions.
 # ---------------------------------------------------------------------------
 
-generated if data.gatehouse.generated.available
-
 # Whether some grant allows or denies, without naming roles.
-application_allow if data.gatehouse.generated.application_allow
+application_allow := x if {
+	x := data.gatehouse.generated.application_allow
+} else := count(application_allowers) > 0
 
-application_allow if {
-	not generated
-	count(application_allowers) > 0
-}
+application_deny := x if {
+	x := data.gatehouse.generated.application_deny
+} else := count(application_deniers) > 0
 
-application_deny if data.gatehouse.generated.application_deny
+extension_allow := x if {
+	x := data.gatehouse.generated.extension_allow
+} else := count(extension_allowers) > 0
 
-application_deny if {
-	not generated
-	count(application_deniers) > 0
-}
-
-extension_allow if data.gatehouse.generated.extension_allow
-
-extension_allow if {
-	not generated
-	count(extension_allowers) > 0
-}
-
-extension_deny if data.gatehouse.generated.extension_deny
-
-extension_deny if {
-	not generated
-	count(extension_deniers) > 0
-}
+extension_deny := x if {
+	x := data.gatehouse.generated.extension_deny
+} else := count(extension_deniers) > 0
 
 application_allowers := x if {
 	x := data.gatehouse.generated.application_allowed
@@ -322,24 +310,31 @@ subject_denies(s, denied) if {
 # 2. Viewing the Application (Argo CD: applications, get)
 # ---------------------------------------------------------------------------
 
-# With no deny rule, an allowing role is enough in either deny scope.
+# The generated booleans cover system requests and requireApplicationGet
+# off; with no deny rule, an allowing role is enough in either deny scope.
 application_visible if {
 	application_allow
 	not application_deny
 }
 
-application_visible if not input.application
-
-application_visible if data.gatehouse.config.requireApplicationGet == false
-
 application_visible if {
+	not data.gatehouse.generated.decides
+	visible_by_roles
+}
+
+visible_by_roles if not input.application
+
+visible_by_roles if data.gatehouse.config.requireApplicationGet == false
+
+visible_by_roles if {
 	subject_scope
 	subject_grants(application_allowers, application_deniers)
 }
 
-application_denial := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(application_deniers)), app_label]) if {
-	application_deny
-} else := sprintf("denied: none of your roles may view application %s (Argo CD permission: applications, get, %s)", [app_label, app_rbac_name])
+# Denials without a deny rule, the usual kind, come first.
+application_denial := sprintf("denied: none of your roles may view application %s (Argo CD permission: applications, get, %s)", [app_label, app_rbac_name]) if {
+	not application_deny
+} else := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(application_deniers)), app_label])
 
 # ---------------------------------------------------------------------------
 # 3. Invoking the extension
@@ -355,12 +350,12 @@ extension_granted if {
 	subject_grants(extension_allowers, extension_deniers)
 }
 
-extension_denial := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, extension, where]) if {
-	extension_deny
-} else := sprintf("denied: none of your roles may %s extension %q%s", [method, extension, where])
+extension_denial := sprintf("denied: none of your roles may %s extension %q%s", [method, input.extension, where]) if {
+	not extension_deny
+} else := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, input.extension, where])
 
 where := sprintf(" for application %s", [app_label]) if {
-	application_request
+	input.application
 } else := ""
 
 # ---------------------------------------------------------------------------
@@ -396,11 +391,6 @@ project_denial := "denied: the application's project is unknown" if {
 # Allowed: reason and headers
 # ---------------------------------------------------------------------------
 
-# Naming the roles that allow would cost every grant of the user's roles that
-# applies, the tail of the decision latency; `gatehouse policy eval --explain`
-# names them.
-allowed_reason := "allowed by a grant of your roles"
-
 # Headers from the matching allow grants of roles that deny nothing here;
 # several values for one name are joined with ", " in sorted order.
 headers := {name: concat(", ", sort(values)) |
@@ -410,12 +400,9 @@ headers := {name: concat(", ", sort(values)) |
 	headers_apply
 } else := {}
 
-headers_apply if data.gatehouse.generated.headers_apply
-
-headers_apply if {
-	not generated
-	count(extension_header_grants) > 0
-}
+headers_apply := x if {
+	x := data.gatehouse.generated.headers_apply
+} else := count(extension_header_grants) > 0
 
 header_pairs contains [name, value] if {
 	some [r, h] in extension_header_grants
