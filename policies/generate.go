@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -77,17 +76,17 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 //	available             always: the module is there
 //
 // Each grant becomes one rule per name whose body is the grant's conditions:
-// that the user holds its role ("role" in input.user.roles; nothing for a
-// default role), then the extension, project, application and method as
-// equality, prefix, suffix or membership tests on input, which the rule
-// indexer selects on, and the namespace and RBAC object on the policy's own
-// values. For example:
+// the extension, project, application and method as equality, prefix, suffix
+// or membership tests on input, which the rule indexer selects on, the
+// namespace and RBAC object on the policy's own values, and last that the
+// user holds the grant's role ("role" in input.user.roles; nothing for a
+// default role). For example:
 //
 //	extension_allowed contains "role:team-a-dev" if {
-//		"role:team-a-dev" in input.user.roles
 //		input.extension == "logs"
 //		input.application.project == "team-a"
 //		data.gatehouse.extensions.app_namespace == "team-a-dev"
+//		"role:team-a-dev" in input.user.roles
 //	}
 //
 // The meaning is that of the policy's rules for data
@@ -111,23 +110,19 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 	holders := roleHolders(d)
 	requireGet := d.Config.RequireApplicationGet == nil || *d.Config.RequireApplicationGet
 	for _, name := range sortedKeys(d.Roles) {
-		src, ok := holders[name]
+		tested, ok := holders[name]
 		if !ok {
 			continue // nobody holds the role
 		}
 		var who *ast.Expr
-		if src != "" {
-			body, err := ast.ParseBodyWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
-			if err != nil {
-				return nil, fmt.Errorf("generate grants: role %q: holders: %w", name, err)
-			}
-			who = body[0]
+		if tested {
+			who = ast.Member.Expr(ast.StringTerm(name), ast.NewTerm(inputRef("user", "roles")))
 		}
 		role := d.Roles[name]
 		for _, grant := range role.Applications {
 			b := &body{}
-			b.holder(who)
 			b.applicationGrant(grant)
+			b.holder(who)
 			if grant.Effect == EffectDeny {
 				g.rule("application_denied", ast.StringTerm(name), b.copy())
 				if requireGet {
@@ -143,8 +138,8 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 		}
 		for _, grant := range role.Extensions {
 			b := &body{}
-			b.holder(who)
 			b.extensionGrant(grant)
+			b.holder(who)
 			if grant.Effect == EffectDeny {
 				g.rule("extension_denied", ast.StringTerm(name), b.copy())
 				g.boolean("extension_deny", b.copy())
@@ -269,22 +264,22 @@ func headersTerm(h map[string]string) *ast.Term {
 	return ast.ObjectTerm(items...)
 }
 
-// roleHolders returns, for each role someone holds, the Rego source of the
-// condition that the requesting user holds it: "" for a default role
-// (everyone does), else a test of input.user.roles, which the engine fills
-// from the same bindings (roleIndex) and which the rule indexer selects on:
-// it picks the rules of the user's roles among those of every role.
-func roleHolders(d *Data) map[string]string {
-	out := map[string]string{}
+// roleHolders returns the roles someone holds, each with whether a rule
+// must test that the requesting user holds it: not for a default role, which
+// everyone does; for any other, a test of input.user.roles, which the engine
+// fills from the same bindings (roleIndex) and which the rule indexer selects
+// on: it picks the rules of the user's roles among those of every role.
+func roleHolders(d *Data) map[string]bool {
+	out := map[string]bool{}
 	for _, held := range []map[string][]string{d.Bindings.Users, d.Bindings.Groups} {
 		for _, roles := range held {
 			for _, r := range roles {
-				out[r] = regoString(r) + " in input.user.roles"
+				out[r] = true
 			}
 		}
 	}
 	for _, r := range d.Config.DefaultRoles {
-		out[r] = ""
+		out[r] = false
 	}
 	return out
 }
@@ -308,7 +303,12 @@ func (b *body) copy() *body {
 }
 
 // holder adds the condition that the user holds the role (nil: everyone
-// does), a copy since the compiler rewrites each rule in place.
+// does), a copy since the compiler rewrites each rule in place. It comes
+// after the grant's own conditions: the rule indexer orders its levels by how
+// many rules test a value and then by the order it first meets them, and a
+// lookup that starts from the extension and the project visits a few nodes,
+// where one that starts from the roles visits every role of the user (about
+// 15% more per lookup at the benchmark's scale).
 func (b *body) holder(who *ast.Expr) {
 	if who != nil {
 		b.add(who.Copy())
@@ -430,9 +430,3 @@ func isAny(pattern string) bool { return pattern == "" || pattern == "*" }
 
 // isGlob reports whether a pattern holds glob syntax (the policy's is_glob).
 func isGlob(p string) bool { return strings.ContainsAny(p, `*?[]{}\`) }
-
-// regoString quotes s as a Rego string literal (a JSON string is one).
-func regoString(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
-}
