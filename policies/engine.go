@@ -67,7 +67,7 @@ type compiled struct {
 	cache         *decisionCache
 	checker       *checker
 	values        *inputValues
-	ruleCaches    *ruleCaches
+	evalCaches    *evalCaches
 	// controlPlane is data.gatehouse.config.controlPlaneNamespace, for
 	// Checks.
 	controlPlane string
@@ -257,8 +257,8 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rules := c.ruleCaches.get()
-	defer c.ruleCaches.put(rules)
+	caches := c.evalCaches.get()
+	defer c.evalCaches.put(caches)
 	q := topdown.NewQuery(c.body).
 		WithQueryCompiler(c.queryCompiler).
 		WithCompiler(c.compiler).
@@ -269,7 +269,8 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 		WithEarlyExit(true).
 		WithInterQueryBuiltinValueCache(c.iqvc).
 		WithMetrics(noMetrics).
-		WithVirtualCache(rules).
+		WithVirtualCache(&caches.rules).
+		WithBaseCache(&caches.data).
 		WithCancel(cancel)
 	var out ast.Value
 	err = q.Iter(ctx, func(qr topdown.QueryResult) error {
@@ -468,7 +469,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		withPath:      b.Manifest.Metadata.CacheKeyIncludesPath,
 		checker:       newChecker(),
 		values:        newInputValues(roles),
-		ruleCaches:    &ruleCaches{},
+		evalCaches:    &evalCaches{},
 
 		controlPlane: controlPlaneNamespace(data),
 	}, warnings, nil

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -32,8 +33,9 @@ func TestRuleCache(t *testing.T) {
 		{"pop", func(c *ruleCache) { c.Pop() }, []want{{a, two, false}, {b, nil, true}}},
 		{"pop the bottom frame", func(c *ruleCache) { c.Pop() }, []want{{a, two, false}}},
 	}
-	caches := &ruleCaches{}
-	c := caches.get()
+	caches := &evalCaches{}
+	ec := caches.get()
+	c := &ec.rules
 	for _, s := range steps {
 		s.do(c)
 		for _, w := range s.want {
@@ -55,11 +57,57 @@ func TestRuleCache(t *testing.T) {
 		t.Fatalf("entry changed with the caller's reference: %v", v)
 	}
 
-	caches.put(c)
-	c = caches.get()
-	if v, undefined := c.Get(a); v != nil || undefined {
+	caches.put(ec)
+	ec = caches.get()
+	if v, undefined := ec.rules.Get(a); v != nil || undefined {
 		t.Fatalf("a reused cache still has %v, %v", v, undefined)
 	}
+}
+
+func TestDataCache(t *testing.T) {
+	config := ast.MustParseTerm(`{"controlPlaneNamespace": "argocd", "denyScope": "all"}`).Value
+	cases := []struct {
+		name string
+		puts []string // references, each put with config as its value
+		get  string
+		want ast.Value
+	}{
+		{"miss", nil, "data.gatehouse.config", nil},
+		{"the document", []string{"data.gatehouse.config"}, "data.gatehouse.config", config},
+		{"inside the document", []string{"data.gatehouse.config"}, "data.gatehouse.config.denyScope", ast.String("all")},
+		{"not in the document", []string{"data.gatehouse.config"}, "data.gatehouse.config.nothing", nil},
+		{"another document", []string{"data.gatehouse.config"}, "data.gatehouse.roles", nil},
+		{"outside a document", []string{"data.gatehouse.config.x"}, "data.gatehouse.config", nil},
+		// a document read whole replaces the parts read before
+		{"replaced", []string{"data.gatehouse.config.x", "data.gatehouse.config"}, "data.gatehouse.config.x", nil},
+	}
+	caches := &evalCaches{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ec := caches.get()
+			defer caches.put(ec)
+			for _, p := range c.puts {
+				ec.data.Put(ast.MustParseRef(p), config)
+			}
+			got := ec.data.Get(ast.MustParseRef(c.get))
+			if (got == nil) != (c.want == nil) || got != nil && got.Compare(c.want) != 0 {
+				t.Fatalf("Get(%s) = %v, want %v", c.get, got, c.want)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		ec := caches.get()
+		defer caches.put(ec)
+		for i := range 2 * maxDataCached {
+			ec.data.Put(ast.MustParseRef(fmt.Sprintf("data.d%d", i)), config)
+		}
+		if len(ec.data.entries) != maxDataCached {
+			t.Fatalf("%d documents kept, want at most %d", len(ec.data.entries), maxDataCached)
+		}
+		if ec.data.Get(ast.MustParseRef("data.d0")) == nil || ec.data.Get(ast.MustParseRef(fmt.Sprintf("data.d%d", maxDataCached))) != nil {
+			t.Fatal("a full cache should keep the first documents and no later one")
+		}
+	})
 }
 
 // A policy using `with`, evaluated through the engine: the frames of the rule
