@@ -76,16 +76,18 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 //	available             always: the module is there
 //
 // Each grant becomes one rule per name whose body is the grant's conditions:
-// the extension, project, application and method as equality, prefix, suffix
-// or membership tests on input, which the rule indexer selects on, the
-// namespace and RBAC object on the policy's own values, and last that the
-// user holds the grant's role ("role" in input.user.roles; nothing for a
-// default role). For example:
+// the extension, project, namespace, application, RBAC object and method as
+// equality, prefix, suffix or membership tests on input, which the rule
+// indexer selects on, and last that the user holds the grant's role ("role"
+// in input.user.roles; nothing for a default role). The namespace and the
+// RBAC object are the engine's (application.namespace filled in,
+// application.rbacName), so the rules hold only for input the engine built.
+// For example:
 //
 //	extension_allowed contains "role:team-a-dev" if {
 //		input.extension == "logs"
 //		input.application.project == "team-a"
-//		data.gatehouse.extensions.app_namespace == "team-a-dev"
+//		input.application.namespace == "team-a-dev"
 //		"role:team-a-dev" in input.user.roles
 //	}
 //
@@ -373,7 +375,7 @@ func (b *body) applicationGrant(g ApplicationGrant) {
 	if g.Object == "" {
 		b.match(g.Project, inputRef("application", "project"))
 		b.match(g.Application, inputRef("application", "name"))
-		b.match(g.Namespace, policyRef("app_namespace"))
+		b.match(g.Namespace, inputRef("application", "namespace"))
 	} else {
 		project := objectProject(g.Object)
 		b.match(project, inputRef("application", "project"))
@@ -381,7 +383,7 @@ func (b *body) applicationGrant(g ApplicationGrant) {
 		// "<project>/", so for "<project>/*" the project test is the whole
 		// test.
 		if project == "*" || g.Object != project+"/*" {
-			b.match(g.Object, policyRef("app_rbac_name"))
+			b.match(g.Object, inputRef("application", "rbacName"))
 		}
 	}
 	b.application()
@@ -398,7 +400,7 @@ func (b *body) extensionGrant(g ExtensionGrant) {
 	}
 	b.match(g.Project, inputRef("application", "project"))
 	b.match(g.Application, inputRef("application", "name"))
-	b.match(g.Namespace, policyRef("app_namespace"))
+	b.match(g.Namespace, inputRef("application", "namespace"))
 	b.application()
 }
 
@@ -419,11 +421,6 @@ func inputRef(path ...string) ast.Ref {
 		ref = append(ref, ast.StringTerm(p))
 	}
 	return ref
-}
-
-// policyRef names a rule of the default policy's package.
-func policyRef(rule string) ast.Ref {
-	return ast.Ref{ast.VarTerm("data"), ast.StringTerm("gatehouse"), ast.StringTerm("extensions"), ast.StringTerm(rule)}
 }
 
 func isAny(pattern string) bool { return pattern == "" || pattern == "*" }

@@ -22,8 +22,11 @@ import (
 //
 // Application, Project and Cluster are absent for system extensions. The
 // engine adds what it works out itself: user.roles (the roles data.gatehouse
-// binds to the user, see roleIndex) and, for an application request, checks
-// (see Checks).
+// binds to the user, see roleIndex), and for an application request checks
+// (see Checks), application.rbacName (the object Argo CD's RBAC checks,
+// "project/namespace/name", or "project/name" in the control-plane
+// namespace) and application.namespace where the Application names none
+// (the control-plane namespace, as in Argo CD).
 type Input struct {
 	User        User         `json:"user"`
 	Extension   string       `json:"extension"`
@@ -105,7 +108,7 @@ type inputKeys struct {
 	application, namespace, name, project, destination, server               *ast.Term
 	sourceNamespaces, destinations, permitOnlyProjectScopedClusters, cluster *ast.Term
 	checks, namespacePermitted, clusterMatches, destinationPermitted         *ast.Term
-	roles                                                                    *ast.Term
+	roles, rbacName                                                          *ast.Term
 }
 
 func newInputKeys() *inputKeys {
@@ -121,6 +124,7 @@ func newInputKeys() *inputKeys {
 		cluster:                         ast.StringTerm("cluster"),
 		checks:                          ast.StringTerm("checks"),
 		roles:                           ast.StringTerm("roles"),
+		rbacName:                        ast.StringTerm("rbacName"),
 		namespacePermitted:              ast.StringTerm("namespacePermitted"),
 		clusterMatches:                  ast.StringTerm("clusterMatches"),
 		destinationPermitted:            ast.StringTerm("destinationPermitted"),

@@ -18,10 +18,12 @@ import (
 // evaluations, as OPA shares the terms of compiled policies and stored data.
 // One policy version has one inputValues: the user's roles depend on it.
 type inputValues struct {
-	keys   *inputKeys
-	roles  *roleIndex
-	seed   maphash.Seed
-	checks [8]ast.Value // by checksIndex
+	keys  *inputKeys
+	roles *roleIndex
+	// controlPlane is Argo CD's namespace, for the Application's facts.
+	controlPlane string
+	seed         maphash.Seed
+	checks       [8]ast.Value // by checksIndex
 
 	users    valueCache[userKey, []string]
 	apps     valueCache[Application, struct{}]
@@ -34,8 +36,8 @@ type userKey struct {
 	groups       uint64 // a hash; the groups themselves are compared on a hit
 }
 
-func newInputValues(roles *roleIndex) *inputValues {
-	v := &inputValues{keys: newInputKeys(), roles: roles, seed: maphash.MakeSeed()}
+func newInputValues(roles *roleIndex, controlPlane string) *inputValues {
+	v := &inputValues{keys: newInputKeys(), roles: roles, controlPlane: controlPlane, seed: maphash.MakeSeed()}
 	k := v.keys
 	for i := range v.checks {
 		v.checks[i] = ast.NewObject(
@@ -77,7 +79,7 @@ func (v *inputValues) input(in *Input, checks *Checks) ast.Value {
 	)
 	if a := in.Application; a != nil {
 		items = append(items, terms.item(k.application, v.apps.get(*a, struct{}{}, nil, func() ast.Value {
-			return applicationAST(a, k)
+			return applicationAST(a, v.controlPlane, k)
 		})))
 	}
 	if p := in.Project; p != nil {
@@ -118,13 +120,23 @@ func (v *inputValues) user(u *User) ast.Value {
 	})
 }
 
-func applicationAST(a *Application, k *inputKeys) ast.Value {
-	terms := termSlab{ts: make([]ast.Term, 0, 4)}
+// applicationAST is the Application with the facts the engine adds: the
+// namespace, the control-plane namespace where the Application names none
+// (where Argo CD puts it), and rbacName, the object Argo CD's RBAC checks for
+// it (util/security.RBACName): "project/namespace/name", or "project/name"
+// in the control-plane namespace.
+func applicationAST(a *Application, controlPlane string, k *inputKeys) ast.Value {
+	ns, rbacName := a.Namespace, a.Project+"/"+a.Namespace+"/"+a.Name
+	if ns == "" || ns == controlPlane {
+		ns, rbacName = controlPlane, a.Project+"/"+a.Name
+	}
+	terms := termSlab{ts: make([]ast.Term, 0, 5)}
 	return ast.NewObject(
-		terms.item(k.namespace, ast.String(a.Namespace)),
+		terms.item(k.namespace, ast.String(ns)),
 		terms.item(k.name, ast.String(a.Name)),
 		terms.item(k.project, ast.String(a.Project)),
 		terms.item(k.destination, destinationAST(a.Destination, k)),
+		terms.item(k.rbacName, ast.String(rbacName)),
 	)
 }
 

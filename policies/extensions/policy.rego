@@ -99,16 +99,18 @@ app_project := object.get(input.application, "project", "")
 
 app_name := object.get(input.application, "name", "")
 
-# An Application with no namespace lives in the control-plane namespace.
+# An Application with no namespace lives in the control-plane namespace. The
+# engine fills it in, and works out application.rbacName; raw input (opa
+# eval, tests) may leave either out.
 app_namespace := ns if {
 	ns := input.application.namespace
 	ns != ""
 } else := control_plane_namespace
 
 # The object Argo CD's RBAC checks for an Application (util/security.RBACName).
-# Most Applications live outside the control-plane namespace, so that case
-# comes first.
-app_rbac_name := concat("/", [input.application.project, app_namespace, input.application.name]) if {
+app_rbac_name := input.application.rbacName if {
+	input.application.rbacName
+} else := concat("/", [input.application.project, app_namespace, input.application.name]) if {
 	app_namespace != control_plane_namespace
 } else := concat("/", [input.application.project, input.application.name])
 
@@ -310,23 +312,30 @@ subject_denies(s, denied) if {
 # 2. Viewing the Application (Argo CD: applications, get)
 # ---------------------------------------------------------------------------
 
-# The generated booleans cover system requests and requireApplicationGet
-# off; with no deny rule, an allowing role is enough in either deny scope.
+# With the generated rules: an allowing grant (a system request, and any
+# request with requireApplicationGet off, needs none) and no deny rule. In
+# deny scope "subject", and without them, the roles decide, subject by
+# subject.
 application_visible if {
-	application_allow
-	not application_deny
+	data.gatehouse.generated.application_allow
+	not data.gatehouse.generated.application_deny
 }
 
 application_visible if {
 	not data.gatehouse.generated.decides
-	visible_by_roles
+	application_visible_by_roles
 }
 
-visible_by_roles if not input.application
+application_visible_by_roles if {
+	application_allow
+	not application_deny
+}
 
-visible_by_roles if data.gatehouse.config.requireApplicationGet == false
+application_visible_by_roles if not input.application
 
-visible_by_roles if {
+application_visible_by_roles if data.gatehouse.config.requireApplicationGet == false
+
+application_visible_by_roles if {
 	subject_scope
 	subject_grants(application_allowers, application_deniers)
 }
@@ -340,12 +349,23 @@ application_denial := sprintf("denied: none of your roles may view application %
 # 3. Invoking the extension
 # ---------------------------------------------------------------------------
 
+# As for viewing the Application.
 extension_granted if {
+	data.gatehouse.generated.extension_allow
+	not data.gatehouse.generated.extension_deny
+}
+
+extension_granted if {
+	not data.gatehouse.generated.decides
+	extension_granted_by_roles
+}
+
+extension_granted_by_roles if {
 	extension_allow
 	not extension_deny
 }
 
-extension_granted if {
+extension_granted_by_roles if {
 	subject_scope
 	subject_grants(extension_allowers, extension_deniers)
 }
@@ -392,8 +412,12 @@ project_denial := "denied: the application's project is unknown" if {
 # ---------------------------------------------------------------------------
 
 # Headers from the matching allow grants of roles that deny nothing here;
-# several values for one name are joined with ", " in sorted order.
-headers := {name: concat(", ", sort(values)) |
+# several values for one name are joined with ", " in sorted order. Most
+# requests match no grant with headers, which the generated rules answer
+# first.
+headers := {} if {
+	data.gatehouse.generated.headers_apply == false
+} else := {name: concat(", ", sort(values)) |
 	some name in {n | some [n, _] in header_pairs}
 	values := {v | some [n, v] in header_pairs; n == name}
 } if {
