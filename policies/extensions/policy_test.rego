@@ -100,8 +100,10 @@ app(ns, name) := {
 }
 
 # The engine adds user.roles and checks to every input (policies.Checks works
-# out the checks with Argo CD's matching; its Go tests cover the patterns).
-# Here the project permits the application unless a test says otherwise.
+# out the checks with Argo CD's matching; its Go tests cover the patterns),
+# and application.rbacName; tests leave the name out unless they test it, so
+# the policy works it out. Here the project permits the application unless a
+# test says otherwise.
 request(user, groups, ext, method, application) := {
 	"user": {"id": user, "username": user, "groups": groups},
 	"extension": ext,
@@ -301,6 +303,18 @@ test_application_object_glob_spans_namespaces if {
 
 	# and in the control-plane namespace the object is team-a/guestbook
 	allowed(request("olga", [], "metrics", "GET", app("argocd", "guestbook")))
+}
+
+test_rbac_name_worked_out_or_from_the_engine if {
+	d := decide(get("vic", "metrics"))
+	d.reason == "denied: none of your roles may view application team-a-dev/guestbook (Argo CD permission: applications, get, team-a/team-a-dev/guestbook)"
+
+	in_control_plane := decide(request("vic", [], "metrics", "GET", app("argocd", "guestbook")))
+	in_control_plane.reason == "denied: none of your roles may view application argocd/guestbook (Argo CD permission: applications, get, team-a/guestbook)"
+
+	# the engine's name is the one the policy uses
+	named := json.patch(get("vic", "metrics"), [{"op": "add", "path": "/application/rbacName", "value": "team-a/named"}])
+	decide(named).reason == "denied: none of your roles may view application team-a-dev/guestbook (Argo CD permission: applications, get, team-a/named)"
 }
 
 test_application_deny if {
