@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +59,9 @@ func newPolicyEvalCommand() *cobra.Command {
 		Long: `Evaluate the policy in DIR for the JSON input in FILE (user, extension,
 application, project, cluster, request) and print allow, reason and headers.
 --explain prints why: notes, fails or a full trace.`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			return explainArg(cmd, args, &explain)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || input == "" {
 				return errors.New("give the policy directory with --policy and the input file with --input")
@@ -74,6 +78,23 @@ application, project, cluster, request) and print allow, reason and headers.
 	cmd.Flags().StringVar(&explain, "explain", "", `explain the decision: "notes", "fails" or "full"`)
 	cmd.Flags().Lookup("explain").NoOptDefVal = "notes"
 	return cmd
+}
+
+// explainArg takes "--explain full", with a space, as "--explain=full": a
+// flag with an optional value reads only the "=" form, and the word would
+// otherwise be an argument the command refuses. Any other argument is
+// refused.
+func explainArg(cmd *cobra.Command, args []string, explain *string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	modes := []string{policies.ExplainNotes, policies.ExplainFails, policies.ExplainFull}
+	f := cmd.Flags().Lookup("explain")
+	if len(args) == 1 && f.Changed && *explain == f.NoOptDefVal && slices.Contains(modes, args[0]) {
+		*explain = args[0]
+		return nil
+	}
+	return fmt.Errorf("unexpected argument %q: give the policy with --policy, the input with --input and the explain mode as --explain=%s", args[0], strings.Join(modes, "|"))
 }
 
 func newPolicyImportCasbinCommand() *cobra.Command {
