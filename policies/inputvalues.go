@@ -114,8 +114,8 @@ func (v *inputValues) user(u *User) ast.Value {
 		return ast.NewObject(
 			terms.item(k.id, ast.String(u.ID)),
 			terms.item(k.username, ast.String(u.Username)),
-			terms.item(k.groups, stringArray(u.Groups)),
-			terms.item(k.roles, stringArray(v.roles.roles(u))),
+			terms.item(k.groups, stringArray(u.Groups, v.roles.names)),
+			terms.item(k.roles, stringArray(v.roles.roles(u), v.roles.names)),
 		)
 	})
 }
@@ -157,7 +157,7 @@ func projectAST(p *Project, k *inputKeys) ast.Value {
 	}
 	return ast.NewObject(
 		terms.item(k.name, ast.String(p.Name)),
-		terms.item(k.sourceNamespaces, stringArray(p.SourceNamespaces)),
+		terms.item(k.sourceNamespaces, stringArray(p.SourceNamespaces, nil)),
 		terms.item(k.destinations, ast.NewArray(dests...)),
 		terms.item(k.permitOnlyProjectScopedClusters, ast.Boolean(p.PermitOnlyProjectScopedClusters)),
 	)
@@ -172,10 +172,20 @@ func destinationAST(d Destination, k *inputKeys) ast.Value {
 	)
 }
 
-func stringArray(ss []string) ast.Value {
-	terms := termSlab{ts: make([]ast.Term, 0, len(ss))}
+// stringArray returns ss as a Rego array, taking the terms of the strings
+// in known (made once: each string made per decision is an allocation) and
+// making the others in one slab.
+func stringArray(ss []string, known map[string]*ast.Term) ast.Value {
 	refs := make([]*ast.Term, len(ss))
+	var terms termSlab
 	for i, s := range ss {
+		if t, ok := known[s]; ok {
+			refs[i] = t
+			continue
+		}
+		if terms.ts == nil {
+			terms.ts = make([]ast.Term, 0, len(ss)-i)
+		}
 		refs[i] = terms.term(ast.String(s))
 	}
 	return ast.NewArray(refs...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // roleIndex resolves the roles a user holds from data.gatehouse: the default
@@ -14,6 +16,9 @@ type roleIndex struct {
 	defaults []string
 	users    map[string][]string
 	groups   map[string][]string
+	// names holds a Rego string of every role and bound group, made once:
+	// each string made per decision is an allocation.
+	names map[string]*ast.Term
 }
 
 // newRoleIndex reads the bindings of bundle data (validated by ValidateData);
@@ -23,7 +28,26 @@ func newRoleIndex(data map[string]any) (*roleIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups}, nil
+	x := &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups, names: map[string]*ast.Term{}}
+	name := func(s string) {
+		if _, ok := x.names[s]; !ok {
+			x.names[s] = ast.StringTerm(s)
+		}
+	}
+	for _, r := range x.defaults {
+		name(r)
+	}
+	for _, held := range []map[string][]string{x.users, x.groups} {
+		for _, roles := range held {
+			for _, r := range roles {
+				name(r)
+			}
+		}
+	}
+	for g := range x.groups {
+		name(g)
+	}
+	return x, nil
 }
 
 // decodeData reads data.gatehouse from bundle data (validated by
