@@ -233,7 +233,7 @@ func (c *compiled) eval(ctx context.Context, in *Input) (Decision, error) {
 	d := Decision{Revision: c.revision}
 	if v == nil {
 		d.Reason = "denied: the policy made no decision"
-	} else if err := decodeDecision(v, &d); err != nil {
+	} else if err := decodeDecision(v, &d, c.values.keys); err != nil {
 		return Decision{}, fmt.Errorf("policy %s: %w", c.revision, err)
 	}
 	if !d.Allow && !c.enforcing {
@@ -293,13 +293,13 @@ func (c *compiled) input(in *Input) ast.Value {
 }
 
 // decodeDecision reads the policy's output contract.
-func decodeDecision(v ast.Value, d *Decision) error {
+func decodeDecision(v ast.Value, d *Decision, k *inputKeys) error {
 	m, ok := v.(ast.Object)
 	if !ok {
 		return fmt.Errorf("decision is %s, want an object {allow, reason, headers}", astType(v))
 	}
 	var allowV ast.Value
-	if t := m.Get(ast.InternedTerm("allow")); t != nil {
+	if t := m.Get(k.allow); t != nil {
 		allowV = t.Value
 	}
 	allow, ok := allowV.(ast.Boolean)
@@ -307,14 +307,14 @@ func decodeDecision(v ast.Value, d *Decision) error {
 		return fmt.Errorf("decision.allow is %s, want a boolean", astType(allowV))
 	}
 	d.Allow = bool(allow)
-	if r := m.Get(ast.InternedTerm("reason")); r != nil {
+	if r := m.Get(k.reason); r != nil {
 		s, ok := r.Value.(ast.String)
 		if !ok {
 			return fmt.Errorf("decision.reason is %s, want a string", astType(r.Value))
 		}
 		d.Reason = string(s)
 	}
-	if h := m.Get(ast.InternedTerm("headers")); h != nil && h.Value.Compare(ast.Null{}) != 0 {
+	if h := m.Get(k.headers); h != nil && h.Value.Compare(ast.Null{}) != 0 {
 		hm, ok := h.Value.(ast.Object)
 		if !ok {
 			return fmt.Errorf("decision.headers is %s, want an object of strings", astType(h.Value))

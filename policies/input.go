@@ -101,14 +101,15 @@ func isUpper(s string) bool {
 	return true
 }
 
-// inputKeys are the object keys of the Rego input, made once per policy
-// version instead of once per decision.
+// inputKeys are the object keys of the Rego input, and of the decision, made
+// once per policy version instead of once per decision.
 type inputKeys struct {
 	user, id, username, groups, extension, request, method, path             *ast.Term
 	application, namespace, name, project, destination, server               *ast.Term
 	sourceNamespaces, destinations, permitOnlyProjectScopedClusters, cluster *ast.Term
 	checks, namespacePermitted, clusterMatches, destinationPermitted         *ast.Term
 	roles, rbacName                                                          *ast.Term
+	allow, reason, headers                                                   *ast.Term
 }
 
 func newInputKeys() *inputKeys {
@@ -125,6 +126,9 @@ func newInputKeys() *inputKeys {
 		checks:                          ast.StringTerm("checks"),
 		roles:                           ast.StringTerm("roles"),
 		rbacName:                        ast.StringTerm("rbacName"),
+		allow:                           ast.StringTerm("allow"),
+		reason:                          ast.StringTerm("reason"),
+		headers:                         ast.StringTerm("headers"),
 		namespacePermitted:              ast.StringTerm("namespacePermitted"),
 		clusterMatches:                  ast.StringTerm("clusterMatches"),
 		destinationPermitted:            ast.StringTerm("destinationPermitted"),

@@ -27,6 +27,7 @@ type inputValues struct {
 
 	users    valueCache[userKey, []string]
 	apps     valueCache[Application, struct{}]
+	dests    valueCache[Destination, struct{}] // Applications share a few destinations
 	clusters valueCache[Cluster, struct{}]
 	projects valueCache[uint64, *Project]
 }
@@ -79,7 +80,9 @@ func (v *inputValues) input(in *Input, checks *Checks) ast.Value {
 	)
 	if a := in.Application; a != nil {
 		items = append(items, terms.item(k.application, v.apps.get(*a, struct{}{}, nil, func() ast.Value {
-			return applicationAST(a, v.controlPlane, k)
+			return applicationAST(a, v.controlPlane, k, v.dests.get(a.Destination, struct{}{}, nil, func() ast.Value {
+				return destinationAST(a.Destination, k)
+			}))
 		})))
 	}
 	if p := in.Project; p != nil {
@@ -125,7 +128,7 @@ func (v *inputValues) user(u *User) ast.Value {
 // (where Argo CD puts it), and rbacName, the object Argo CD's RBAC checks for
 // it (util/security.RBACName): "project/namespace/name", or "project/name"
 // in the control-plane namespace.
-func applicationAST(a *Application, controlPlane string, k *inputKeys) ast.Value {
+func applicationAST(a *Application, controlPlane string, k *inputKeys, destination ast.Value) ast.Value {
 	ns, rbacName := a.Namespace, a.Project+"/"+a.Namespace+"/"+a.Name
 	if ns == "" || ns == controlPlane {
 		ns, rbacName = controlPlane, a.Project+"/"+a.Name
@@ -135,7 +138,7 @@ func applicationAST(a *Application, controlPlane string, k *inputKeys) ast.Value
 		terms.item(k.namespace, ast.String(ns)),
 		terms.item(k.name, ast.String(a.Name)),
 		terms.item(k.project, ast.String(a.Project)),
-		terms.item(k.destination, destinationAST(a.Destination, k)),
+		terms.item(k.destination, destination),
 		terms.item(k.rbacName, ast.String(rbacName)),
 	)
 }
