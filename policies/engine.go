@@ -468,7 +468,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		enforcing:     b.Manifest.IsEnforcing(),
 		withPath:      b.Manifest.Metadata.CacheKeyIncludesPath,
 		checker:       newChecker(),
-		values:        newInputValues(roles, controlPlaneNamespace(data)),
+		values:        newInputValues(roles, controlPlaneNamespace(data), b.Manifest.Metadata.CacheKeyIncludesPath),
 		evalCaches:    &evalCaches{},
 
 		controlPlane: controlPlaneNamespace(data),

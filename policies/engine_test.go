@@ -338,6 +338,18 @@ decision := {"allow": true, "reason": "weekday", "headers": {"X-Acme": input.use
 		t.Fatalf("custom deny: %+v", d)
 	}
 
+	// A policy that reads the path without keying the cache on it finds no
+	// path: it would otherwise be answered for one path with another's
+	// decision.
+	custom.Manifest.Metadata.CacheKeyIncludesPath = false
+	if err := e.Load(ctx, custom); err != nil {
+		t.Fatal(err)
+	}
+	in.Request.Path = "/reports/1"
+	if d := decide(t, e, in); d.Allow || d.Reason != "only reports" {
+		t.Fatalf("a policy that does not declare it reads the path got it: %+v", d)
+	}
+
 	// No such entrypoint: refused.
 	custom.Manifest.Metadata.Entrypoint = ""
 	if err := e.Load(ctx, custom); err == nil || !strings.Contains(err.Error(), "defines no rule data.gatehouse.extensions.decision") {

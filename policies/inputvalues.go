@@ -22,12 +22,15 @@ type inputValues struct {
 	roles *roleIndex
 	// controlPlane is Argo CD's namespace, for the Application's facts.
 	controlPlane string
-	seed         maphash.Seed
-	checks       [8]ast.Value // by checksIndex
+	// withPath puts request.path in the input (see request).
+	withPath bool
+	seed     maphash.Seed
+	checks   [8]ast.Value // by checksIndex
 
 	users    valueCache[userKey, []string]
 	apps     valueCache[Application, struct{}]
 	dests    valueCache[Destination, struct{}] // Applications share a few destinations
+	requests valueCache[string, struct{}]      // by method
 	clusters valueCache[Cluster, struct{}]
 	projects valueCache[uint64, *Project]
 }
@@ -37,8 +40,8 @@ type userKey struct {
 	groups       uint64 // a hash; the groups themselves are compared on a hit
 }
 
-func newInputValues(roles *roleIndex, controlPlane string) *inputValues {
-	v := &inputValues{keys: newInputKeys(), roles: roles, controlPlane: controlPlane, seed: maphash.MakeSeed()}
+func newInputValues(roles *roleIndex, controlPlane string, withPath bool) *inputValues {
+	v := &inputValues{keys: newInputKeys(), roles: roles, controlPlane: controlPlane, withPath: withPath, seed: maphash.MakeSeed()}
 	k := v.keys
 	for i := range v.checks {
 		v.checks[i] = ast.NewObject(
@@ -68,15 +71,12 @@ func checksIndex(c *Checks) int {
 // request).
 func (v *inputValues) input(in *Input, checks *Checks) ast.Value {
 	k := v.keys
-	terms := termSlab{ts: make([]ast.Term, 0, 12)}
+	terms := termSlab{ts: make([]ast.Term, 0, 7)}
 	items := make([][2]*ast.Term, 0, 7)
 	items = append(items,
 		terms.item(k.user, v.user(&in.User)),
 		terms.item(k.extension, ast.String(in.Extension)),
-		terms.item(k.request, ast.NewObject(
-			terms.item(k.method, ast.String(in.Request.Method)),
-			terms.item(k.path, ast.String(in.Request.Path)),
-		)),
+		terms.item(k.request, v.request(&in.Request)),
 	)
 	if a := in.Application; a != nil {
 		items = append(items, terms.item(k.application, v.apps.get(*a, struct{}{}, nil, func() ast.Value {
@@ -101,6 +101,25 @@ func (v *inputValues) input(in *Input, checks *Checks) ast.Value {
 		items = append(items, terms.item(k.checks, v.checks[checksIndex(checks)]))
 	}
 	return ast.NewObject(items...)
+}
+
+// request is the request's method and, for a policy that reads it (the
+// manifest's cacheKeyIncludesPath), its path. Left out otherwise, the path
+// reads as undefined: a policy that reads it without keying the decision
+// cache on it would be answered for one path with another's decision, and
+// this makes the mistake show at once. Without the path, the value is one
+// per method, made once.
+func (v *inputValues) request(r *Request) ast.Value {
+	k := v.keys
+	if v.withPath {
+		return ast.NewObject(
+			ast.Item(k.method, ast.StringTerm(r.Method)),
+			ast.Item(k.path, ast.StringTerm(r.Path)),
+		)
+	}
+	return v.requests.get(r.Method, struct{}{}, nil, func() ast.Value {
+		return ast.NewObject(ast.Item(k.method, ast.StringTerm(r.Method)))
+	})
 }
 
 func (v *inputValues) user(u *User) ast.Value {
