@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // appInput is a GET of ext on team-a-dev/guestbook, matching the example data
@@ -410,6 +414,54 @@ func TestConcurrentDecideAndLoad(t *testing.T) {
 		if err := e.Load(ctx, b); err != nil {
 			t.Fatal(err)
 		}
+	}
+	wg.Wait()
+}
+
+// Evaluations running at once share nothing but the compiled policy: each
+// gets its own caches (from a pool), and every decision is the one OPA's own
+// evaluation (rego, with caches of its own) makes.
+func TestConcurrentDecisionsAgree(t *testing.T) {
+	ctx := context.Background()
+	e := NewEngine(WithCache(0, 0))
+	if err := e.Load(ctx, DefaultBundle(genData(3, scale{roles: 40, users: 50, groups: 10}))); err != nil {
+		t.Fatal(err)
+	}
+	c := e.state.Load()
+	ins := genInputs(400, 3, scale{roles: 40, users: 50, groups: 10})
+	want := make([]Decision, len(ins))
+	for i, in := range ins {
+		in.normalize()
+		rs, err := c.query.Eval(ctx, rego.EvalParsedInput(c.input(&in)))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("rego: %v, %d results", err, len(rs))
+		}
+		v, err := ast.InterfaceToValue(rs[0].Expressions[0].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeDecision(v, &want[i], c.values.keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for round := range 3 {
+				for j := range ins {
+					i := (j*7 + w*13 + round) % len(ins)
+					got, err := e.Decide(ctx, ins[i])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if got.Allow != want[i].Allow || got.Reason != want[i].Reason || !maps.Equal(got.Headers, want[i].Headers) {
+						t.Errorf("input %d decided at once with others: %+v, alone: %+v", i, got, want[i])
+						return
+					}
+				}
+			}
+		})
 	}
 	wg.Wait()
 }
