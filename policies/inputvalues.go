@@ -3,7 +3,7 @@ package policies
 import (
 	"hash/maphash"
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -41,7 +41,16 @@ type userKey struct {
 }
 
 func newInputValues(roles *roleIndex, controlPlane string, withPath bool) *inputValues {
-	v := &inputValues{keys: newInputKeys(), roles: roles, controlPlane: controlPlane, withPath: withPath, seed: maphash.MakeSeed()}
+	seed := maphash.MakeSeed()
+	v := &inputValues{
+		keys: newInputKeys(), roles: roles, controlPlane: controlPlane, withPath: withPath, seed: seed,
+		users:    newValueCache[userKey, []string](seed, cachedValues),
+		apps:     newValueCache[Application, struct{}](seed, cachedValues),
+		projects: newValueCache[uint64, *Project](seed, cachedValues),
+		dests:    newValueCache[Destination, struct{}](seed, cachedSharedValues),
+		requests: newValueCache[string, struct{}](seed, cachedSharedValues),
+		clusters: newValueCache[Cluster, struct{}](seed, cachedSharedValues),
+	}
 	k := v.keys
 	for i := range v.checks {
 		v.checks[i] = ast.NewObject(
@@ -218,37 +227,64 @@ func sameProject(a, b *Project) bool {
 		slices.Equal(a.SourceNamespaces, b.SourceNamespaces) && slices.Equal(a.Destinations, b.Destinations)
 }
 
-// maxCachedValues bounds each cache of inputValues; a full cache is emptied,
-// which costs rebuilding values, never a wrong one.
-const maxCachedValues = 4096
+// Slots of each cache of inputValues. A cache is a fixed table: a key goes
+// in one of the four slots of its set, and a key whose set is full takes the
+// place of another, which is built again if asked for, never answered with
+// another's value. A fixed table never grows or empties on the request path
+// (a growing map copies its entries in one allocation, a stall on the
+// decision that makes it, longer when garbage collection is running), and a
+// lookup is a few atomic loads.
+const (
+	cachedValues       = 8192 // users, Applications, projects
+	cachedSharedValues = 256  // clusters, destinations, request methods: few
+	cacheWays          = 4
+)
 
 // valueCache maps a key to a built value. When same is set, a hit also needs
 // the source kept with the value to be the same as src: the key is then a
 // hash, and a collision must not hand out another's value.
 type valueCache[K comparable, S any] struct {
-	mu sync.RWMutex
-	m  map[K]cachedValue[S]
+	seed  maphash.Seed
+	slots []atomic.Pointer[cachedValue[K, S]]
 }
 
-type cachedValue[S any] struct {
+type cachedValue[K comparable, S any] struct {
+	hash  uint64
+	key   K
 	src   S
 	value ast.Value
 }
 
+// newValueCache returns a cache of n slots, a power of two of at least
+// cacheWays.
+func newValueCache[K comparable, S any](seed maphash.Seed, n int) valueCache[K, S] {
+	return valueCache[K, S]{seed: seed, slots: make([]atomic.Pointer[cachedValue[K, S]], n)}
+}
+
 func (c *valueCache[K, S]) get(key K, src S, same func(a, b S) bool, build func() ast.Value) ast.Value {
-	c.mu.RLock()
-	e, ok := c.m[key]
-	c.mu.RUnlock()
-	if ok && (same == nil || same(e.src, src)) {
-		return e.value
+	h := maphash.Comparable(c.seed, key)
+	first := int(h&uint64(len(c.slots)/cacheWays-1)) * cacheWays
+	set := c.slots[first : first+cacheWays]
+	// The slot to fill: the key's own if its source changed, else a free
+	// one, else (the set is full) one picked by the key's hash.
+	slot := int(h>>62) % cacheWays
+	free := false
+	for i := range set {
+		e := set[i].Load()
+		switch {
+		case e == nil:
+			if !free {
+				slot, free = i, true
+			}
+		case e.hash == h && e.key == key:
+			if same == nil || same(e.src, src) {
+				return e.value
+			}
+			slot, free = i, true
+		}
 	}
 	value := build()
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedValues {
-		c.m = make(map[K]cachedValue[S])
-	}
-	c.m[key] = cachedValue[S]{src: cloneSource(src), value: value}
-	c.mu.Unlock()
+	set[slot].Store(&cachedValue[K, S]{hash: h, key: key, src: cloneSource(src), value: value})
 	return value
 }
 
