@@ -146,7 +146,7 @@ func (v *inputValues) user(u *User) ast.Value {
 			terms.item(k.id, ast.String(u.ID)),
 			terms.item(k.username, ast.String(u.Username)),
 			terms.item(k.groups, stringArray(u.Groups, v.roles.names)),
-			terms.item(k.roles, stringArray(v.roles.roles(u), v.roles.names)),
+			terms.item(k.roles, v.roles.roles(u)),
 		)
 	})
 }

@@ -62,3 +62,34 @@ func TestValueCache(t *testing.T) {
 		t.Fatalf("a hit on a source changed in place: %v", got)
 	}
 }
+
+func TestInputUserRoles(t *testing.T) {
+	data, err := decodeJSONObject([]byte(`{"gatehouse": {
+		"config": {"defaultRoles": ["role:viewer"]},
+		"bindings": {"users": {"alice": ["role:dev", "role:viewer"]}, "groups": {"ops": ["role:ops", "role:dev"], "sre": ["role:sre"]}}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := newRoleIndex(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newInputValues(roles, "argocd", false)
+	cases := []struct {
+		user User
+		want string
+	}{
+		// sorted, each once, from the defaults, the user and each group
+		{User{ID: "alice", Groups: []string{"ops", "unbound"}}, `{"groups": ["ops", "unbound"], "id": "alice", "roles": ["role:dev", "role:ops", "role:viewer"], "username": ""}`},
+		{User{ID: "bob", Username: "Bob", Groups: []string{"sre"}}, `{"groups": ["sre"], "id": "bob", "roles": ["role:sre", "role:viewer"], "username": "Bob"}`},
+		{User{ID: "nobody"}, `{"groups": [], "id": "nobody", "roles": ["role:viewer"], "username": ""}`},
+	}
+	for _, c := range cases {
+		for range 2 { // built, then from the cache
+			if got := v.user(&c.user); got.Compare(ast.MustParseTerm(c.want).Value) != 0 {
+				t.Fatalf("user %+v: %v, want %s", c.user, got, c.want)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -66,21 +67,26 @@ func decodeData(data map[string]any) (*Data, error) {
 	return &d, nil
 }
 
-// roles returns the user's roles, sorted and without repeats.
-func (x *roleIndex) roles(u *User) []string {
+// roles returns the user's roles as a Rego array, sorted and without
+// repeats, of the terms made once for each role.
+func (x *roleIndex) roles(u *User) ast.Value {
 	n := len(x.defaults) + len(x.users[u.ID])
 	for _, g := range u.Groups {
 		n += len(x.groups[g])
 	}
-	if n == 0 {
-		return nil
+	out := make([]*ast.Term, 0, n)
+	add := func(roles []string) {
+		for _, r := range roles {
+			out = append(out, x.names[r])
+		}
 	}
-	out := make([]string, 0, n)
-	out = append(out, x.defaults...)
-	out = append(out, x.users[u.ID]...)
+	add(x.defaults)
+	add(x.users[u.ID])
 	for _, g := range u.Groups {
-		out = append(out, x.groups[g]...)
+		add(x.groups[g])
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	slices.SortFunc(out, func(a, b *ast.Term) int {
+		return strings.Compare(string(a.Value.(ast.String)), string(b.Value.(ast.String)))
+	})
+	return ast.NewArray(slices.Compact(out)...) // one term per role: equal roles are the same term
 }
