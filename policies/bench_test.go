@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -209,6 +210,46 @@ func benchDecide(b *testing.B, e *Engine, warm bool) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkDecideByOutcome is uncached-seen split by what the policy
+// answers: an allowance, and each kind of denial (the denial's reason
+// names the check that failed, which costs more rules than an allowance).
+func BenchmarkDecideByOutcome(b *testing.B) {
+	ctx := context.Background()
+	e := benchEngine(b, WithCache(0, 0))
+	kinds := []struct{ name, reason string }{
+		{"allowed", "allowed"},
+		{"denied-application", "denied: none of your roles may view"},
+		{"denied-extension", "denied: none of your roles may "},
+		{"denied-by-rule", "denied: a deny rule"},
+	}
+	byKind := map[string][]Input{}
+	for _, in := range benchInputs(4096, 7) {
+		d, err := e.Decide(ctx, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range kinds {
+			if strings.HasPrefix(d.Reason, k.reason) {
+				byKind[k.name] = append(byKind[k.name], in)
+				break
+			}
+		}
+	}
+	for _, k := range kinds {
+		ins := byKind[k.name]
+		if len(ins) == 0 {
+			b.Fatalf("no input is %s", k.name)
+		}
+		b.Run(k.name, func(b *testing.B) {
+			measure(b, func(i int) {
+				if _, err := e.Decide(ctx, ins[i%len(ins)]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkDecideLogged is the cached path with the JSON decision log on
