@@ -8,10 +8,10 @@
 // cache sits in front of OPA, a bundle marked non-enforcing runs in shadow
 // mode, and every decision is logged without tokens or secrets. Before each
 // evaluation the engine adds to the input what it works out itself: the
-// user's roles and the project checks (Checks), the latter with Argo CD's own
-// pattern matching (argocd/nspattern). A bundle that
-// does not compile, or whose data.gatehouse document is malformed, is refused
-// and the previous one stays.
+// user's roles, the Application's RBAC name and the project checks (Checks),
+// the latter with Argo CD's own pattern matching (argocd/nspattern). A bundle
+// that does not compile, or whose data.gatehouse document is malformed, is
+// refused and the previous one stays.
 //
 // The admin commands call RunTests (gatehouse policy test), EvalFile
 // (gatehouse policy eval) and the casbin subpackage (gatehouse policy
