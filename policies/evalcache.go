@@ -80,8 +80,10 @@ func (c *ruleCache) Pop() {
 // a reference recorded as undefined, or (nil, false) for one not cached.
 func (c *ruleCache) Get(ref ast.Ref) (*ast.Term, bool) {
 	if i := c.find(ref, refHash(ref)); i >= 0 {
-		e := &c.entries[i]
-		return e.value, e.undefined
+		if e := &c.entries[i]; !e.undefined {
+			return e.value, false
+		}
+		return nil, true
 	}
 	return nil, false
 }

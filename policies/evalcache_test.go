@@ -30,6 +30,8 @@ func TestRuleCache(t *testing.T) {
 		// entries go with it.
 		{"push", func(c *ruleCache) { c.Push() }, []want{{a, nil, false}, {b, nil, false}}},
 		{"put in frame", func(c *ruleCache) { c.Put(a, one) }, []want{{a, one, false}}},
+		// undefined wins over a value, as in OPA's own cache
+		{"value then undefined", func(c *ruleCache) { c.Put(b, one); c.Put(b, nil) }, []want{{b, nil, true}}},
 		{"pop", func(c *ruleCache) { c.Pop() }, []want{{a, two, false}, {b, nil, true}}},
 		{"pop the bottom frame", func(c *ruleCache) { c.Pop() }, []want{{a, two, false}}},
 	}
