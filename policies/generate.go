@@ -64,7 +64,8 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 //	extension_headers                          [role, headers] of the allow grants with headers
 //
 // and booleans, whose evaluation stops at the first grant that holds, for
-// the path of an allowed request:
+// the path of an allowed request and the usual denials (each false when no
+// grant applies, but deny, which is undefined then):
 //
 //	application_allow     an applications grant allows (or none is needed: a
 //	                      system request, requireApplicationGet off)
@@ -74,6 +75,7 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 //	deny                  either
 //	headers_apply         an allow grant with headers applies
 //	available             always: the module is there
+//	decides               in deny scope "all": the booleans decide alone
 //
 // Each grant becomes one rule per name whose body is the grant's conditions:
 // the extension, project, namespace, application, RBAC object and method as
