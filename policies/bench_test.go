@@ -193,11 +193,16 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 // benchDecide measures Decide over the benchmark's inputs, each decided once
-// before if warm.
+// before if warm; cold, each input is decided once.
 func benchDecide(b *testing.B, e *Engine, warm bool) {
 	b.Helper()
 	ctx := context.Background()
-	ins := benchInputs(4096, 7)
+	// Cold inputs stay cold at any -benchtime: one input per decision.
+	n := 4096
+	if !warm {
+		n = max(n, b.N)
+	}
+	ins := benchInputs(n, 7)
 	if warm {
 		for _, in := range ins {
 			if _, err := e.Decide(ctx, in); err != nil {
