@@ -119,7 +119,6 @@ app_rbac_name := input.application.rbacName if {
 	app_namespace != control_plane_namespace
 } else := concat("/", [input.application.project, input.application.name])
 
-app_label := concat("/", [app_namespace, input.application.name])
 
 # input_complete holds exactly when no case of input_denial does.
 input_complete if {
@@ -346,9 +345,9 @@ application_visible_by_roles if {
 }
 
 # Denials without a deny rule, the usual kind, come first.
-application_denial := sprintf("denied: none of your roles may view application %s (Argo CD permission: applications, get, %s)", [app_label, app_rbac_name]) if {
+application_denial := sprintf("denied: none of your roles may view application %s/%s (Argo CD permission: applications, get, %s)", [app_namespace, input.application.name, app_rbac_name]) if {
 	not application_deny
-} else := sprintf("denied: a deny rule of %s forbids viewing application %s", [concat(", ", sort(application_deniers)), app_label])
+} else := sprintf("denied: a deny rule of %s forbids viewing application %s/%s", [concat(", ", sort(application_deniers)), app_namespace, input.application.name])
 
 # ---------------------------------------------------------------------------
 # 3. Invoking the extension
@@ -379,7 +378,7 @@ extension_denial := sprintf("denied: none of your roles may %s extension %q%s", 
 	not extension_deny
 } else := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, input.extension, where])
 
-where := sprintf(" for application %s", [app_label]) if {
+where := sprintf(" for application %s/%s", [app_namespace, input.application.name]) if {
 	input.application
 } else := ""
 
@@ -402,15 +401,15 @@ project_permits if not input.application
 
 project_denial := "denied: the application's project is unknown" if {
 	not input.project
-} else := sprintf("denied: application %s belongs to project %q, not %q", [app_label, app_project, object.get(input.project, "name", "")]) if {
+} else := sprintf("denied: application %s/%s belongs to project %q, not %q", [app_namespace, input.application.name, app_project, object.get(input.project, "name", "")]) if {
 	object.get(input.project, "name", "") != app_project
 } else := "denied: the project checks are missing from the input (policies.Checks); evaluate through Gatehouse's engine" if {
 	not input.checks
 } else := sprintf("denied: project %q does not permit applications in namespace %q", [app_project, app_namespace]) if {
 	not input.checks.namespacePermitted == true
-} else := sprintf("denied: the destination cluster does not match application %s", [app_label]) if {
+} else := sprintf("denied: the destination cluster does not match application %s/%s", [app_namespace, input.application.name]) if {
 	not input.checks.clusterMatches == true
-} else := sprintf("denied: project %q does not permit the destination of application %s", [app_project, app_label])
+} else := sprintf("denied: project %q does not permit the destination of application %s/%s", [app_project, app_namespace, input.application.name])
 
 # ---------------------------------------------------------------------------
 # Allowed: reason and headers
