@@ -151,10 +151,43 @@ func randomInputs(seed uint64, n int) []Input {
 			in.Project = &Project{Name: proj, SourceNamespaces: []string{"*"},
 				Destinations: []Destination{{Server: "*", Namespace: "*"}}}
 			in.Cluster = &Cluster{Name: "in-cluster", Server: "https://kubernetes.default.svc"}
+			spoilApplication(r, &in)
+		}
+		// Now and then a field is missing, so that each denial of an
+		// incomplete request comes up, also where a grant would allow.
+		switch r.IntN(40) {
+		case 0:
+			in.User.ID = ""
+		case 1:
+			in.Extension = ""
 		}
 		ins[i] = in
 	}
 	return ins
+}
+
+// spoilApplication makes one application request in about eight fail one of
+// the project's checks, or lack a name or project: the allowed path of the
+// policy with the generated rules reads these in one rule of its own.
+func spoilApplication(r *rand.Rand, in *Input) {
+	switch r.IntN(64) {
+	case 0:
+		in.Application.Name = ""
+	case 1:
+		in.Application.Project = ""
+	case 2:
+		in.Project = nil
+	case 3:
+		in.Project.Name = "other"
+	case 4:
+		in.Project.SourceNamespaces = []string{"elsewhere"}
+	case 5:
+		in.Project.Destinations = []Destination{{Server: "https://elsewhere.example", Namespace: "*"}}
+	case 6:
+		in.Cluster = &Cluster{Name: "other", Server: "https://other.example"}
+	case 7:
+		in.Project.Destinations = []Destination{{Server: "*", Namespace: "elsewhere"}}
+	}
 }
 
 // The rules the engine generates from data must decide as the policy's own
