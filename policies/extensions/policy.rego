@@ -377,6 +377,9 @@ extension_granted_by_roles if {
 extension_denial := sprintf("denied: none of your roles may %s extension %q for application %s/%s", [input.request.method, input.extension, input.application.namespace, input.application.name]) if {
 	data.gatehouse.generated.extension_deny == false
 	input.application.rbacName
+} else := sprintf("denied: a deny rule of %s forbids %s on extension %q for application %s/%s", [concat(", ", sort(data.gatehouse.generated.extension_denied)), input.request.method, input.extension, input.application.namespace, input.application.name]) if {
+	data.gatehouse.generated.extension_deny == true
+	input.application.rbacName
 } else := sprintf("denied: none of your roles may %s extension %q%s", [method, input.extension, where]) if {
 	not extension_deny
 } else := sprintf("denied: a deny rule of %s forbids %s on extension %q%s", [concat(", ", sort(extension_deniers)), method, input.extension, where])
