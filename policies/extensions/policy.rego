@@ -33,36 +33,29 @@ package gatehouse.extensions
 default decision := {"allow": false, "reason": "denied: the policy could not authorize this request"}
 
 # A denial gives the first check that fails, in the order of the list above.
-# The first branch reads the generated rules (data.gatehouse.generated) for
-# steps 2 and 3: three indexed lookups answer an allowed request, the usual
-# case, in either deny scope. In deny scope "all" they answer alone
-# (data.gatehouse.generated.decides), and a request they do not allow is
-# denied below. In deny scope "subject", and without the generated rules,
-# the rules of steps 2 and 3 below decide; a request that passes them gets
-# to the last but one branch.
-decision := allowed_decision if {
+# The first branch is the allowed request without headers, the usual case:
+# it reads the generated rules (data.gatehouse.generated) for steps 2 and 3,
+# three indexed lookups that answer in either deny scope. In deny scope
+# "all" they answer alone (data.gatehouse.generated.decides), and a request
+# they do not allow is denied below. In deny scope "subject", without the
+# generated rules, and where a grant adds headers, the rules of steps 2 and
+# 3 below decide, and a request that passes them is allowed by the last but
+# one branch.
+decision := {"allow": true, "reason": "allowed by a grant of your roles", "headers": {}} if {
 	data.gatehouse.generated.application_allow
 	data.gatehouse.generated.extension_allow
 	not data.gatehouse.generated.deny
 	complete_and_permitted
+	data.gatehouse.generated.headers_apply == false
 } else := {"allow": false, "reason": input_denial} if {
 	not input_complete
 } else := {"allow": false, "reason": application_denial} if {
 	not application_visible
 } else := {"allow": false, "reason": extension_denial} if {
 	not extension_granted
-} else := allowed_decision if {
+} else := {"allow": true, "reason": "allowed by a grant of your roles", "headers": headers} if {
 	project_permits
 } else := {"allow": false, "reason": project_denial}
-
-# The reason of an allowed request names no role: naming them would cost
-# every grant of the user's roles that applies, the tail of the decision
-# latency; `gatehouse policy eval --explain` names them. Most requests match
-# no grant with headers, which the generated rules answer first, and then
-# the decision is a constant, which evaluation does not build.
-allowed_decision := {"allow": true, "reason": "allowed by a grant of your roles", "headers": {}} if {
-	data.gatehouse.generated.headers_apply == false
-} else := {"allow": true, "reason": "allowed by a grant of your roles", "headers": headers}
 
 # ---------------------------------------------------------------------------
 # Configuration (data.gatehouse.config), with defaults
