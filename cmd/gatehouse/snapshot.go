@@ -67,7 +67,7 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 }
 
 func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
-	st, err := yamldir.Load(dir, o.ControlPlaneNamespace)
+	st, err := yamldir.Load(cmd.Context(), dir, o.ControlPlaneNamespace)
 	if err != nil {
 		return err
 	}
