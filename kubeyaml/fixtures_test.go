@@ -140,6 +140,7 @@ func fixtures(t testing.TB) []fixture {
 		{name: "name-too-long.yaml", serverRefused: true, data: []byte(strings.Replace(app(strings.Repeat("a", 254)), "team-b", "argocd", 1))},
 		{name: "kind-lower-case.yaml", serverRefused: true, data: []byte(strings.Replace(strings.Replace(app("lower-kind"), "team-b", "argocd", 1), "kind: Application", "kind: application", 1))},
 		{name: "configmap-bad-key.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-key, namespace: argocd}\ndata: {\"bad key!\": x}\n")},
+		{name: "secret-not-base64.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: not-base64, namespace: argocd}\ndata: {k: \"not base64!\"}\n")},
 		{name: "configmap-bad-label.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-label, namespace: argocd, labels: {\"a b\": c}}\n")},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -20,8 +21,9 @@ const argoGroup = "argoproj.io"
 type kindRule struct {
 	// apiVersion the kind is served at (custom resources: only this one).
 	apiVersion string
-	// data checks the kind's own fields; nil when only metadata counts.
-	data func(o *Object) field.ErrorList
+	// data checks the kind's own fields; nil when only metadata counts. An
+	// error is a body the API server cannot decode.
+	data func(o *Object) (field.ErrorList, error)
 }
 
 // rules are the kinds whose API server validation Refusal reproduces: the
@@ -65,7 +67,12 @@ func Refusal(o *Object, defaultNamespace string) error {
 	meta.Namespace = o.Namespace(defaultNamespace)
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(&meta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	if rule.data != nil {
-		errs = append(errs, rule.data(o)...)
+		dataErrs, err := rule.data(o)
+		if err != nil {
+			gv := schema.FromAPIVersionAndKind(o.APIVersion, o.Kind).GroupVersion()
+			return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", o.Kind, gv.Version, o.Kind, err))
+		}
+		errs = append(errs, dataErrs...)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -89,10 +96,10 @@ func miscased(gk schema.GroupKind) string {
 }
 
 // configMapData is the API server's check of a ConfigMap's keys and size.
-func configMapData(o *Object) field.ErrorList {
+func configMapData(o *Object) (field.ErrorList, error) {
 	var cm corev1.ConfigMap
-	if err := o.Into(&cm); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+	if err := utiljson.Unmarshal(o.JSON, &cm); err != nil {
+		return nil, err
 	}
 	var errs field.ErrorList
 	total := 0
@@ -114,16 +121,16 @@ func configMapData(o *Object) field.ErrorList {
 	if total > corev1.MaxSecretSize {
 		errs = append(errs, field.TooLong(field.NewPath(""), "", corev1.MaxSecretSize))
 	}
-	return errs
+	return errs, nil
 }
 
 // secretData is the API server's check of a Secret's keys and size
 // (stringData is merged into data first, as the server does); the checks
 // of particular secret types are not reproduced.
-func secretData(o *Object) field.ErrorList {
+func secretData(o *Object) (field.ErrorList, error) {
 	var s corev1.Secret
-	if err := o.Into(&s); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+	if err := utiljson.Unmarshal(o.JSON, &s); err != nil {
+		return nil, err
 	}
 	data := map[string]int{}
 	for k, v := range s.Data {
@@ -143,7 +150,7 @@ func secretData(o *Object) field.ErrorList {
 	if total > corev1.MaxSecretSize {
 		errs = append(errs, field.TooLong(field.NewPath("data"), "", corev1.MaxSecretSize))
 	}
-	return errs
+	return errs, nil
 }
 
 // Index finds objects defined more than once. kubectl would apply each

@@ -42,6 +42,7 @@ func TestRefusal(t *testing.T) {
 		{name: "a ConfigMap key in both bags", doc: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: argocd}\ndata: {k: x}\nbinaryData: {k: eA==}\n", want: "duplicate of key present in binaryData"},
 		{name: "a ConfigMap over 1 MiB", doc: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: argocd}\ndata: {k: " + strings.Repeat("x", 1<<20+1) + "}\n", want: "Too long: may not be more than 1048576 bytes"},
 		{name: "a Secret's stringData key", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: argocd}\nstringData: {\"k/1\": x}\n", want: `Secret "s" is invalid: data[k/1]`},
+		{name: "a Secret whose data is not base64", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: argocd}\ndata: {k: \"not base64!\"}\n", want: `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3`},
 		{name: "a valid Secret", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: argocd}\ndata: {k: eA==}\n"},
 		{name: "another kind needs only a name", doc: "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: \"system:odd\"}\n"},
 		{name: "another kind without a name", doc: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {namespace: a}\n", want: `Deployment.apps "" is invalid: metadata.name: Required value: kubectl apply needs a name`},
