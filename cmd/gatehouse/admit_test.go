@@ -208,7 +208,7 @@ func TestAdmitStopsWaitingForStdinWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // as SIGINT would
 	code, _, stderr := runWithin(t, ctx, 10*time.Second, r, "admit", "-f", "-")
-	if code != 2 || !strings.Contains(stderr, "context canceled") {
+	if code != 2 || stderr != "gatehouse: interrupted\n" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

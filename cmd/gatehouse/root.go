@@ -59,6 +59,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "gatehouse: interrupted")
+		return 2
 	default:
 		fmt.Fprintln(stderr, "gatehouse:", err)
 		return 2

@@ -82,7 +82,8 @@ func TestSnapshotReadsWhatKubectlApplies(t *testing.T) {
 			wantStdout: "1 applications"},
 		{name: "one line of JSON of 4096 bytes without a final newline", files: map[string]string{"a.json": strings.Replace(app, `"pad":""`, `"pad":"`+strings.Repeat("x", 4096-len(app))+`"`, 1)},
 			wantStdout: "1 applications"},
-		{name: "a named pipe is skipped", files: map[string]string{"a.json": app, "p.yaml": "fifo"}, wantStdout: "1 applications"},
+		{name: "a named pipe is skipped and said so", files: map[string]string{"a.json": app, "p.yaml": "fifo"}, wantStdout: "1 applications",
+			wantStderr: "gatehouse: skipped DIR/p.yaml: a named pipe, not a regular file"},
 		{name: "a link to /dev/zero", files: map[string]string{"a.json": app, "z.yaml": "->/dev/zero"}, wantCode: 2, wantStderr: "z.yaml: a symbolic link to /dev/zero, outside"},
 		{name: "an empty tree", files: map[string]string{"README.md": "x"}, wantCode: 2, wantStderr: "no Kubernetes objects found"},
 		{name: "a name the API server refuses", files: map[string]string{"a.json": strings.Replace(app, `"name":"a"`, `"name":"A"`, 1)},
@@ -107,6 +108,7 @@ func TestSnapshotReadsWhatKubectlApplies(t *testing.T) {
 				}
 			}
 			code, stdout, stderr := runWithin(t, context.Background(), 10*time.Second, nil, "snapshot", dir)
+			stderr = strings.ReplaceAll(stderr, dir, "DIR")
 			if code != tt.wantCode || !strings.Contains(stdout, tt.wantStdout) || !strings.Contains(stderr, tt.wantStderr) {
 				t.Fatalf("exit %d (want %d)\nstdout: %s (want %q)\nstderr: %s (want %q)", code, tt.wantCode, stdout, tt.wantStdout, stderr, tt.wantStderr)
 			}

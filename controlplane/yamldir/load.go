@@ -22,14 +22,9 @@ import (
 // namespaces: the Kubernetes source does not watch them either. A file that
 // does not parse, a tree with no object at all, an object the API server
 // would refuse, or one defined twice fails the whole load, so a half-edited
-// tree never replaces a good one.
-func Load(ctx context.Context, dir, controlPlaneNamespace string) (*controlplane.State, error) {
-	st, _, err := load(ctx, dir, controlPlaneNamespace)
-	return st, err
-}
-
-// load is Load, also returning the files the loader skipped.
-func load(ctx context.Context, dir, ns string) (*controlplane.State, []kubeyaml.Skipped, error) {
+// tree never replaces a good one. Special files the loader skipped are
+// returned, so they can be reported.
+func Load(ctx context.Context, dir, ns string) (*controlplane.State, []kubeyaml.Skipped, error) {
 	in, err := kubeyaml.Read(ctx, []string{dir}, kubeyaml.Options{})
 	if err != nil {
 		return nil, nil, err

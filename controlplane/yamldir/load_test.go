@@ -14,7 +14,7 @@ import (
 )
 
 func TestLoadTestdataCluster(t *testing.T) {
-	st, err := Load(context.Background(), "../testdata/cluster", "argocd")
+	st, _, err := Load(context.Background(), "../testdata/cluster", "argocd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestLoad(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st, err := Load(context.Background(), dir, "argocd")
+			st, _, err := Load(context.Background(), dir, "argocd")
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)

@@ -135,7 +135,7 @@ func (s *Source) Start(ctx context.Context) error {
 }
 
 func (s *Source) reload(ctx context.Context) {
-	st, skipped, err := load(ctx, s.o.Dir, s.o.ControlPlaneNamespace)
+	st, skipped, err := Load(ctx, s.o.Dir, s.o.ControlPlaneNamespace)
 	if ctx.Err() != nil {
 		return // stopping: not a failure of the tree
 	}
