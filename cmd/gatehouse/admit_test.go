@@ -100,6 +100,27 @@ func runWithin(t *testing.T, ctx context.Context, limit time.Duration, stdin io.
 	}
 }
 
+// writeTree creates files under dir; the content "fifo" makes a named
+// pipe, "->X" a symbolic link to X.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		var err error
+		switch {
+		case content == "fifo":
+			err = syscall.Mkfifo(p, 0o644)
+		case strings.HasPrefix(content, "->"):
+			err = os.Symlink(strings.TrimPrefix(content, "->"), p)
+		default:
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestAdmitReadsWhatKubectlApplies: every way to hide an object from the
 // gate that kubectl would still apply, and input the gate must not pass.
 func TestAdmitReadsWhatKubectlApplies(t *testing.T) {
@@ -162,21 +183,7 @@ func TestAdmitReadsWhatKubectlApplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			for name, content := range tt.files {
-				p := filepath.Join(dir, name)
-				var err error
-				switch {
-				case content == "fifo":
-					err = syscall.Mkfifo(p, 0o644)
-				case strings.HasPrefix(content, "->"):
-					err = os.Symlink(strings.TrimPrefix(content, "->"), p)
-				default:
-					err = os.WriteFile(p, []byte(content), 0o644)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeTree(t, dir, tt.files)
 			proj := filepath.Join(t.TempDir(), "project.yaml")
 			if err := os.WriteFile(proj, []byte(project), 0o644); err != nil {
 				t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,21 +91,7 @@ func TestSnapshotReadsWhatKubectlApplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			for name, content := range tt.files {
-				p := filepath.Join(dir, name)
-				var err error
-				switch {
-				case content == "fifo":
-					err = syscall.Mkfifo(p, 0o644)
-				case strings.HasPrefix(content, "->"):
-					err = os.Symlink(strings.TrimPrefix(content, "->"), p)
-				default:
-					err = os.WriteFile(p, []byte(content), 0o644)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeTree(t, dir, tt.files)
 			code, stdout, stderr := runWithin(t, context.Background(), 10*time.Second, nil, "snapshot", dir)
 			stderr = strings.ReplaceAll(stderr, dir, "DIR")
 			if code != tt.wantCode || !strings.Contains(stdout, tt.wantStdout) || !strings.Contains(stderr, tt.wantStderr) {
