@@ -108,6 +108,14 @@ func TestControllerWaitsForSync(t *testing.T) {
 	expectPublish(t, pub, 2*time.Second)
 }
 
+// TestControllerPublishesTheFirstStateEvenIfEmpty: a source that syncs with
+// nothing Gatehouse reads (a directory of Deployments) still gets a
+// snapshot, and so a ready controller.
+func TestControllerPublishesTheFirstStateEvenIfEmpty(t *testing.T) {
+	_, pub, _ := startController(t, nil)
+	expectPublish(t, pub, 2*time.Second)
+}
+
 func TestControllerReportsProblemsOnce(t *testing.T) {
 	store, pub, rep := startController(t, nil)
 	st := baseState()

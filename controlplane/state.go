@@ -58,9 +58,15 @@ type Store struct {
 	changed chan struct{}
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store. It starts with one change pending, so
+// the first build runs once the sources are synced even when what they
+// deliver equals the empty state (a directory without any object Gatehouse
+// reads): the control plane then publishes an empty snapshot and is ready,
+// instead of waiting for a change that never comes.
 func NewStore() *Store {
-	return &Store{state: NewState(), changed: make(chan struct{}, 1)}
+	s := &Store{state: NewState(), changed: make(chan struct{}, 1)}
+	s.notify()
+	return s
 }
 
 // Changed receives a value after one or more effective changes.

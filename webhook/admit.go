@@ -1,26 +1,18 @@
 package webhook
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/kubeyaml"
 )
 
 // AdmitOptions configure an offline evaluation (`gatehouse admit`).
@@ -31,44 +23,42 @@ type AdmitOptions struct {
 	DefaultNamespace string
 	// Overrides win over argocd-cmd-params-cm / argocd-cm found in the input.
 	Overrides settings.Overrides
+	// Stdin is read for the path "-".
+	Stdin io.Reader
+	// Read bounds the input; its Stdin is ignored.
+	Read kubeyaml.Options
 }
-
-// InputError is input that cannot be read or parsed; it names the file and
-// the document.
-type InputError struct {
-	Path     string
-	Document int // 1-based; 0 when the file itself could not be read
-	Err      error
-}
-
-func (e *InputError) Error() string {
-	if e.Document == 0 {
-		return fmt.Sprintf("%s: %v", e.Path, e.Err)
-	}
-	return fmt.Sprintf("%s: document %d: %v", e.Path, e.Document, e.Err)
-}
-
-func (e *InputError) Unwrap() error { return e.Err }
 
 // AdmitResult is the verdict on one object of the input.
 type AdmitResult struct {
 	Kind      string
 	Namespace string
 	Name      string
+	Origin    kubeyaml.Origin
 	Verdict   Verdict
 }
 
-// object is one Application or AppProject read from the input.
-type object struct {
-	app  *v1alpha1.Application
-	proj *v1alpha1.AppProject
+// entry is one object of the input Admit has a verdict for: an Application
+// or AppProject to review, or an object refused before any rule runs.
+type entry struct {
+	obj     *kubeyaml.Object
+	app     *v1alpha1.Application
+	proj    *v1alpha1.AppProject
+	refusal string
 }
 
-// Admit reads YAML (or JSON) files and directories, takes the AppProjects
-// and Argo CD settings ConfigMaps found there as the cluster, and reviews
-// every Application and AppProject as a CREATE with the webhook's rules, in
-// input order. Allowed Applications count towards later quota checks, as if
-// applied one by one.
+// Admit reads files, directories and standard input ("-") as `kubectl
+// apply -R -f` would (kubeyaml), takes the AppProjects and Argo CD settings
+// ConfigMaps found there as the cluster, and reviews every Application and
+// AppProject as a CREATE with the webhook's rules, in input order. Allowed
+// Applications count towards later quota checks, as if applied one by one.
+//
+// An Application, AppProject or settings ConfigMap that the API server
+// would refuse (no name, a name or namespace that is not a DNS-1123 name)
+// is denied with the API server's message, and so is one defined twice.
+// Input that cannot be read, or holds no object at all, is an error. The
+// notes say which settings were ignored, which files were skipped, and when
+// the input held nothing to review.
 func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, []string, error) {
 	if o.ControlPlaneNamespace == "" {
 		o.ControlPlaneNamespace = settings.DefaultNamespace
@@ -76,180 +66,136 @@ func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, 
 	if o.DefaultNamespace == "" {
 		o.DefaultNamespace = o.ControlPlaneNamespace
 	}
-	files, err := expandPaths(paths)
+	ro := o.Read
+	ro.Stdin = o.Stdin
+	in, err := kubeyaml.Read(ctx, paths, ro)
 	if err != nil {
 		return nil, nil, err
 	}
-	in := &admitInput{defaultNS: o.DefaultNamespace, controlPlane: o.ControlPlaneNamespace}
-	for _, f := range files {
-		if err := in.readFile(f); err != nil {
-			return nil, nil, err
-		}
-	}
-	s, problems := settings.Build(o.ControlPlaneNamespace, in.cmdParams, in.argocdCM, o.Overrides)
 	var notes []string
+	for _, s := range in.Skipped {
+		notes = append(notes, "skipped "+s.String())
+	}
+	sel := selectObjects(in.Objects, o.DefaultNamespace, o.ControlPlaneNamespace)
+	s, problems := settings.Build(o.ControlPlaneNamespace, sel.cmdParams, sel.argocdCM, o.Overrides)
 	for _, p := range problems {
-		notes = append(notes, p.Error())
+		notes = append(notes, "settings: "+p.Error())
+	}
+	if len(sel.entries) == 0 {
+		notes = append(notes, fmt.Sprintf("no Applications or AppProjects among the %d objects read: nothing to review", len(in.Objects)))
 	}
 	cluster := NewMemoryCluster()
-	for _, obj := range in.objects {
-		if obj.proj != nil {
-			cluster.AddProject(obj.proj)
+	for _, e := range sel.entries {
+		if e.proj != nil {
+			cluster.AddProject(e.proj)
 		}
 	}
 	rules := NewRules(func() *settings.Settings { return s }, cluster)
-	results := make([]AdmitResult, 0, len(in.objects))
-	for _, obj := range in.objects {
-		var r AdmitResult
-		var v Verdict
-		if obj.app != nil {
-			r = AdmitResult{Kind: v1alpha1.KindApplication, Namespace: obj.app.Namespace, Name: obj.app.Name}
-			v, err = rules.Application(ctx, Create, obj.app, nil)
-			if err == nil && v.Allowed {
-				cluster.AddApplication(obj.app)
-			}
-		} else {
-			r = AdmitResult{Kind: v1alpha1.KindAppProject, Namespace: obj.proj.Namespace, Name: obj.proj.Name}
-			v, err = rules.AppProject(ctx, Create, obj.proj, nil)
-		}
+	rules.patterns = nspattern.NewRunCache()
+	results := make([]AdmitResult, 0, len(sel.entries))
+	for _, e := range sel.entries {
+		r, err := admitOne(ctx, rules, cluster, e, o.DefaultNamespace)
 		if err != nil {
-			return nil, nil, fmt.Errorf("review %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+			return nil, nil, err
 		}
-		r.Verdict = v
 		results = append(results, r)
 	}
 	return results, notes, nil
 }
 
-// expandPaths turns files and directories into a file list: directories are
-// walked in lexical order for *.yaml, *.yml and *.json.
-func expandPaths(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		return nil, &InputError{Path: "-f", Err: errors.New("no files given")}
-	}
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, &InputError{Path: p, Err: err}
+func admitOne(ctx context.Context, rules *Rules, cluster *MemoryCluster, e entry, defaultNS string) (AdmitResult, error) {
+	r := AdmitResult{Kind: e.obj.Kind, Namespace: e.obj.Namespace(defaultNS), Name: e.obj.Meta.Name, Origin: e.obj.Origin}
+	var err error
+	switch {
+	case e.refusal != "":
+		r.Verdict = deny(e.refusal)
+	case e.app != nil:
+		r.Verdict, err = rules.Application(ctx, Create, e.app, nil)
+		if err == nil && r.Verdict.Allowed {
+			cluster.AddApplication(e.app)
 		}
-		if !info.IsDir() {
-			files = append(files, p)
+	default:
+		r.Verdict, err = rules.AppProject(ctx, Create, e.proj, nil)
+	}
+	if err != nil {
+		return r, fmt.Errorf("review %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+	}
+	return r, nil
+}
+
+var (
+	applicationKind = schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.KindApplication}
+	appProjectKind  = schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.KindAppProject}
+	configMapKind   = schema.GroupKind{Kind: "ConfigMap"}
+)
+
+// selection is what Admit takes from the input.
+type selection struct {
+	entries             []entry
+	cmdParams, argocdCM map[string]string
+}
+
+// selectObjects picks the Applications and AppProjects to review (Argo CD's
+// kinds in any version or letter case: kubectl sends them all, and the API
+// server refuses all but the right one) and the settings ConfigMaps.
+func selectObjects(objs []kubeyaml.Object, defaultNS, controlPlane string) selection {
+	var sel selection
+	seen := kubeyaml.NewIndex(defaultNS)
+	for i := range objs {
+		obj := &objs[i]
+		gk := obj.GroupKind()
+		argo := gk.Group == applicationKind.Group && (strings.EqualFold(gk.Kind, applicationKind.Kind) || strings.EqualFold(gk.Kind, appProjectKind.Kind))
+		settingsCM := gk == configMapKind && obj.Namespace(defaultNS) == controlPlane &&
+			(obj.Meta.Name == settings.CmdParamsConfigMap || obj.Meta.Name == settings.ArgoCDConfigMap)
+		if !argo && !settingsCM {
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			ext := strings.ToLower(filepath.Ext(path))
-			if !d.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, &InputError{Path: p, Err: err}
+		e := entry{obj: obj}
+		if err := kubeyaml.Refusal(obj, defaultNS); err != nil {
+			e.refusal = err.Error()
+		} else if err := seen.Add(obj); err != nil {
+			e.refusal = fmt.Sprintf("%s: %v", obj.Origin, err)
+		} else if settingsCM {
+			sel.addSettings(obj, &e)
+		} else {
+			e.decode(defaultNS)
+		}
+		if e.refusal != "" || argo {
+			sel.entries = append(sel.entries, e)
 		}
 	}
-	return files, nil
+	return sel
 }
 
-type admitInput struct {
-	defaultNS, controlPlane string
-	objects                 []object
-	cmdParams, argocdCM     map[string]string
-}
-
-func (in *admitInput) readFile(path string) error {
-	f, err := os.Open(path)
+// decode reads the Application or AppProject; one that does not decode is
+// refused, as the API server would refuse it.
+func (e *entry) decode(defaultNS string) {
+	var err error
+	if e.obj.Kind == v1alpha1.KindApplication {
+		e.app = &v1alpha1.Application{}
+		err = e.obj.Into(e.app)
+		e.app.Namespace = e.obj.Namespace(defaultNS)
+	} else {
+		e.proj = &v1alpha1.AppProject{}
+		err = e.obj.Into(e.proj)
+		e.proj.Namespace = e.obj.Namespace(defaultNS)
+	}
 	if err != nil {
-		return &InputError{Path: path, Err: err}
-	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	for doc := 1; ; doc++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return &InputError{Path: path, Document: doc, Err: err}
-		}
-		if err := in.addDocument(raw); err != nil {
-			return &InputError{Path: path, Document: doc, Err: err}
-		}
+		e.app, e.proj = nil, nil
+		e.refusal = fmt.Sprintf("cannot decode %s %s/%s: %v", e.obj.Kind, e.obj.Namespace(defaultNS), e.obj.Meta.Name, err)
 	}
 }
 
-func (in *admitInput) addDocument(raw []byte) error {
-	if len(bytes.TrimSpace(stripComments(raw))) == 0 {
-		return nil
-	}
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return fmt.Errorf("parse YAML: %w", err)
-	}
-	if string(js) == "null" {
-		return nil
-	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(js, &tm); err != nil {
-		return fmt.Errorf("read apiVersion and kind: %w", err)
-	}
-	switch {
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == v1alpha1.KindApplication:
-		var app v1alpha1.Application
-		if err := json.Unmarshal(js, &app); err != nil {
-			return fmt.Errorf("decode Application: %w", err)
-		}
-		if app.Namespace == "" {
-			app.Namespace = in.defaultNS
-		}
-		in.objects = append(in.objects, object{app: &app})
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == v1alpha1.KindAppProject:
-		var proj v1alpha1.AppProject
-		if err := json.Unmarshal(js, &proj); err != nil {
-			return fmt.Errorf("decode AppProject: %w", err)
-		}
-		if proj.Namespace == "" {
-			proj.Namespace = in.defaultNS
-		}
-		in.objects = append(in.objects, object{proj: &proj})
-	case tm.APIVersion == "v1" && tm.Kind == "ConfigMap":
-		return in.addConfigMap(js)
-	case tm.APIVersion == "" || tm.Kind == "":
-		return errors.New("not a Kubernetes object: apiVersion and kind are required")
-	}
-	return nil
-}
-
-func (in *admitInput) addConfigMap(js []byte) error {
+func (sel *selection) addSettings(obj *kubeyaml.Object, e *entry) {
 	var cm corev1.ConfigMap
-	if err := json.Unmarshal(js, &cm); err != nil {
-		return fmt.Errorf("decode ConfigMap: %w", err)
-	}
-	ns := cm.Namespace
-	if ns == "" {
-		ns = in.defaultNS
-	}
-	if ns != in.controlPlane {
-		return nil
+	if err := obj.Into(&cm); err != nil {
+		e.refusal = fmt.Sprintf("cannot decode ConfigMap %s: %v", obj.Meta.Name, err)
+		return
 	}
 	switch cm.Name {
 	case settings.CmdParamsConfigMap:
-		in.cmdParams = cm.Data
+		sel.cmdParams = cm.Data
 	case settings.ArgoCDConfigMap:
-		in.argocdCM = cm.Data
+		sel.argocdCM = cm.Data
 	}
-	return nil
-}
-
-func stripComments(raw []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(raw, []byte("\n")) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, line...)
-		}
-	}
-	return out
 }

@@ -62,7 +62,7 @@ func (r *Rules) applicationProblem(ctx context.Context, s *settings.Settings, ap
 	if app.Namespace == s.ControlPlaneNamespace {
 		return "", nil, warnings, nil
 	}
-	enabled, err := s.NamespaceEnabled(app.Namespace)
+	enabled, err := r.namespaceEnabled(s, app.Namespace)
 	if err != nil {
 		warnings = append(warnings, "application.namespaces: "+err.Error())
 	}
@@ -101,7 +101,7 @@ func (r *Rules) projectPermits(proj *v1alpha1.AppProject, ns string) (bool, []st
 	if proj == nil {
 		return false, nil
 	}
-	ok, mErr := r.patterns.Compile(proj.Spec.SourceNamespaces).Match(ns)
+	ok, mErr := r.patterns.Match(r.patterns.Compile(proj.Spec.SourceNamespaces), ns)
 	if mErr != nil {
 		return ok, []string{fmt.Sprintf("AppProject %q sourceNamespaces: %v", proj.Name, mErr)}
 	}

@@ -23,7 +23,7 @@ func (r *Rules) AppProject(ctx context.Context, op Operation, proj, old *v1alpha
 			"AppProjects belong in Argo CD's control-plane namespace %q, not %q: Argo CD ignores them anywhere else",
 			s.ControlPlaneNamespace, proj.Namespace)), nil
 	}
-	problems, warnings := sourceNamespaceProblems(s, proj.Spec.SourceNamespaces)
+	problems, warnings := r.sourceNamespaceProblems(s, proj.Spec.SourceNamespaces)
 	if raw, ok := proj.Annotations[AnnotationMaxApplications]; ok {
 		if _, err := parseLimit(raw); err != nil {
 			problems = append(problems, fmt.Sprintf("annotation %s: %v", AnnotationMaxApplications, err))
@@ -71,7 +71,7 @@ func (r *Rules) projectDeletion(ctx context.Context, old *v1alpha1.AppProject) (
 
 // sourceNamespaceProblems checks every entry: it must compile, be non-empty
 // and appear once. Entries that are valid but surprising become warnings.
-func sourceNamespaceProblems(s *settings.Settings, entries []string) (problems, warnings []string) {
+func (r *Rules) sourceNamespaceProblems(s *settings.Settings, entries []string) (problems, warnings []string) {
 	seen := make(map[string]int, len(entries))
 	for i, e := range entries {
 		field := fmt.Sprintf("spec.sourceNamespaces[%d]", i)
@@ -89,12 +89,12 @@ func sourceNamespaceProblems(s *settings.Settings, entries []string) (problems, 
 			problems = append(problems, fmt.Sprintf("%s %q: %v", field, e, err))
 			continue
 		}
-		warnings = append(warnings, entryWarnings(s, field, e, p)...)
+		warnings = append(warnings, r.entryWarnings(s, field, e, p)...)
 	}
 	return problems, warnings
 }
 
-func entryWarnings(s *settings.Settings, field, e string, p *nspattern.Pattern) []string {
+func (r *Rules) entryWarnings(s *settings.Settings, field, e string, p *nspattern.Pattern) []string {
 	var w []string
 	if e == s.ControlPlaneNamespace {
 		w = append(w, fmt.Sprintf("%s %q is Argo CD's control-plane namespace, where Applications may use any project: the entry grants nothing", field, e))
@@ -107,7 +107,7 @@ func entryWarnings(s *settings.Settings, field, e string, p *nspattern.Pattern) 
 		return w
 	}
 	if isLiteral(e) && e != s.ControlPlaneNamespace {
-		if ok, _ := s.NamespaceEnabled(e); !ok {
+		if ok, _ := r.namespaceEnabled(s, e); !ok {
 			w = append(w, fmt.Sprintf("%s %q is not enabled in application.namespaces (ConfigMap %s/%s): the entry has no effect until it is",
 				field, e, s.ControlPlaneNamespace, settings.CmdParamsConfigMap))
 		}
@@ -144,11 +144,11 @@ func (r *Rules) strandedBy(ctx context.Context, s *settings.Settings, old, proj 
 		if ref.Namespace == s.ControlPlaneNamespace {
 			continue
 		}
-		if enabled, _ := s.NamespaceEnabled(ref.Namespace); !enabled {
+		if enabled, _ := r.namespaceEnabled(s, ref.Namespace); !enabled {
 			continue
 		}
-		was, _ := before.Match(ref.Namespace)
-		still, _ := after.Match(ref.Namespace)
+		was, _ := r.patterns.Match(before, ref.Namespace)
+		still, _ := r.patterns.Match(after, ref.Namespace)
 		if was && !still {
 			stranded = append(stranded, ref)
 		}

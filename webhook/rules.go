@@ -32,3 +32,12 @@ type Rules struct {
 func NewRules(current func() *settings.Settings, cluster Cluster) *Rules {
 	return &Rules{settings: current, cluster: cluster, patterns: nspattern.NewCache(0)}
 }
+
+// namespaceEnabled is s.NamespaceEnabled, matched through the rules'
+// pattern cache (which remembers results during an offline run).
+func (r *Rules) namespaceEnabled(s *settings.Settings, ns string) (bool, error) {
+	if ns == s.ControlPlaneNamespace {
+		return true, nil
+	}
+	return r.patterns.Match(r.patterns.Compile(s.ApplicationNamespaces), ns)
+}

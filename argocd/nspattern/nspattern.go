@@ -103,9 +103,14 @@ func (l *List) Len() int { return len(l.patterns) }
 // time out count as not matching; their errors are joined into err so the
 // caller can say why, but a later entry may still match.
 func (l *List) Match(name string) (matched bool, err error) {
+	return l.match(name, func(p *Pattern) (bool, error) { return p.Match(name) })
+}
+
+// match is Match with each entry matched by one (a cache may answer).
+func (l *List) match(name string, one func(*Pattern) (bool, error)) (matched bool, err error) {
 	var errs []error
 	for _, p := range l.patterns {
-		ok, mErr := p.Match(name)
+		ok, mErr := one(p)
 		if mErr != nil {
 			errs = append(errs, mErr)
 			continue

@@ -1,6 +1,7 @@
 package nspattern
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -114,6 +115,56 @@ func TestCacheReturnsSameListAndStaysBounded(t *testing.T) {
 	// Entries that differ only in where a comma would be must not collide.
 	if c.Compile([]string{"a,b"}) == c.Compile([]string{"a", "b"}) {
 		t.Fatal("different lists share a cache entry")
+	}
+}
+
+func TestRunCacheRemembersEachPatternAndName(t *testing.T) {
+	// (a+)+$ backtracks exponentially on a run of a's that does not end
+	// the name: the match always times out.
+	const slow, name = "/^(a+)+$/", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
+	tests := []struct {
+		name     string
+		cache    *Cache
+		remember bool
+	}{
+		{"a run cache remembers", NewRunCache(), true},
+		{"a server's cache does not", NewCache(0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := tt.cache.Compile([]string{slow, "team-*"})
+			ok, err := tt.cache.Match(l, name)
+			if ok || err == nil || !strings.Contains(err.Error(), slow) {
+				t.Fatalf("first match: %v, %v; want a timeout naming the pattern", ok, err)
+			}
+			key := matchKey{slow, name}
+			if _, kept := tt.cache.results[key]; kept != tt.remember {
+				t.Fatalf("result remembered: %v, want %v", kept, tt.remember)
+			}
+			if !tt.remember {
+				return
+			}
+			// Plant an answer: a second match that evaluated the pattern
+			// again would time out instead of returning it.
+			tt.cache.results[key] = matchResult{ok: true}
+			if ok, err := tt.cache.Match(l, name); !ok || err != nil {
+				t.Fatalf("second match: %v, %v; the remembered result was not used", ok, err)
+			}
+			if ok, _ := tt.cache.Match(l, "team-a"); !ok {
+				t.Fatal("another name was answered from the first one's result")
+			}
+		})
+	}
+}
+
+func TestRunCacheStaysBounded(t *testing.T) {
+	c := NewRunCache()
+	l := c.Compile([]string{"team-*"})
+	for i := range maxResults + 1 {
+		_, _ = c.Match(l, fmt.Sprint("team-", i))
+	}
+	if len(c.results) > maxResults {
+		t.Fatalf("%d results remembered, bound is %d", len(c.results), maxResults)
 	}
 }
 

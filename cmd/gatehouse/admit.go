@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,7 +24,7 @@ type admitOptions struct {
 }
 
 func (o *admitOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVarP(&o.Files, "filename", "f", nil, "YAML or JSON files or directories to check (repeatable; directories are read recursively)")
+	fs.StringSliceVarP(&o.Files, "filename", "f", nil, "YAML or JSON files or directories to check, or - for standard input (repeatable; directories are read recursively, as kubectl apply -R -f reads them)")
 	fs.StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", settings.DefaultNamespace, "namespace Argo CD runs in")
 	fs.StringVarP(&o.Namespace, "namespace", "n", "", "namespace for objects that name none, as with kubectl apply -n (default: the control-plane namespace)")
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live (Argo CD syntax); default: argocd-cmd-params-cm in the input, else none")
@@ -42,7 +43,7 @@ func (o *admitOptions) Complete(fs *pflag.FlagSet) {
 func (o *admitOptions) Validate() []error {
 	var errs []error
 	if len(o.Files) == 0 {
-		errs = append(errs, errors.New("give the manifests to check with -f FILE or -f DIR"))
+		errs = append(errs, errors.New("give the manifests to check with -f FILE, -f DIR or -f - (standard input)"))
 	}
 	if o.overrides.TrackingMethod != nil {
 		if _, err := settings.ParseTrackingMethod(o.TrackingMethod); err != nil {
@@ -60,13 +61,16 @@ func newAdmitCommand() *cobra.Command {
 		Long: `Check manifests before they reach a cluster, with the same rules the admission
 webhook applies. AppProjects (and argocd-cmd-params-cm / argocd-cm) found in
 the input are taken as the cluster's state; every Application and AppProject
-is reviewed as a CREATE, in input order. One line per object:
+is reviewed as a CREATE, in input order. The input is read as
+kubectl apply -R -f reads it (Lists expanded); objects the API server would
+refuse, and objects defined twice, are denied. One line per object:
 
   ALLOW Application team-a/app1
   DENY Application team-b/app2: <reason>
   WARN Application team-a/app1: <warning>
 
-Exit status: 0 all allowed, 1 something denied, 2 input unreadable.`,
+Exit status: 0 all allowed, 1 something denied, 2 input unreadable or
+holding no object at all.`,
 		Example: `  gatehouse admit -f apps/ -f projects.yaml --application-namespaces 'team-*'`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,12 +90,13 @@ func runAdmit(cmd *cobra.Command, o *admitOptions) error {
 		ControlPlaneNamespace: o.ControlPlaneNamespace,
 		DefaultNamespace:      o.Namespace,
 		Overrides:             o.overrides,
+		Stdin:                 cmd.InOrStdin(),
 	})
 	if err != nil {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse: settings:", n)
+		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse:", n)
 	}
 	if printVerdicts(cmd.OutOrStdout(), results) {
 		return exitError{code: 1}
@@ -103,7 +108,7 @@ func runAdmit(cmd *cobra.Command, o *admitOptions) error {
 // whether anything was denied.
 func printVerdicts(w io.Writer, results []webhook.AdmitResult) (denied bool) {
 	for _, r := range results {
-		id := fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name)
+		id := fmt.Sprintf("%s %s/%s", printable(r.Kind), printable(r.Namespace), printable(r.Name))
 		if r.Verdict.Allowed {
 			fmt.Fprintf(w, "ALLOW %s\n", id)
 		} else {
@@ -115,4 +120,16 @@ func printVerdicts(w io.Writer, results []webhook.AdmitResult) (denied bool) {
 		}
 	}
 	return denied
+}
+
+// printable returns s, or s quoted when it holds anything but printable
+// ASCII: names the API server would refuse may carry control characters,
+// and a verdict line must not carry them into a terminal or CI log.
+func printable(s string) string {
+	for _, r := range s {
+		if r < ' ' || r > '~' {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestAdmitExamples(t *testing.T) {
@@ -76,5 +80,142 @@ spec: {project: default}
 				t.Errorf("stdout %q stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
 			}
 		})
+	}
+}
+
+// runWithin runs a command line and fails the test if it has not ended
+// within limit: a command blocked on a named pipe must fail the test, not
+// hang the suite.
+func runWithin(t *testing.T, ctx context.Context, limit time.Duration, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdin, &out, &errb) }()
+	select {
+	case code = <-done:
+		return code, out.String(), errb.String()
+	case <-time.After(limit):
+		t.Fatalf("gatehouse %s still running after %v", strings.Join(args, " "), limit)
+		return 0, "", ""
+	}
+}
+
+// writeTree creates files under dir; the content "fifo" makes a named
+// pipe, "->X" a symbolic link to X.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		var err error
+		switch {
+		case content == "fifo":
+			err = syscall.Mkfifo(p, 0o644)
+		case strings.HasPrefix(content, "->"):
+			err = os.Symlink(strings.TrimPrefix(content, "->"), p)
+		default:
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAdmitReadsWhatKubectlApplies: every way to hide an object from the
+// gate that kubectl would still apply, and input the gate must not pass.
+func TestAdmitReadsWhatKubectlApplies(t *testing.T) {
+	const project = "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team-a, namespace: argocd}\nspec: {sourceNamespaces: [team-a]}\n"
+	const sneaky = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: sneaky, namespace: team-b}\nspec: {project: team-a}\n"
+	indent := func(doc string) string {
+		return "- " + strings.ReplaceAll(strings.TrimSuffix(doc, "\n"), "\n", "\n  ") + "\n"
+	}
+	oneLineJSON := func(size int) string {
+		s := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"sneaky","namespace":"team-b","annotations":{"pad":""}},"spec":{"project":"team-a"}}`
+		return strings.Replace(s, `"pad":""`, `"pad":"`+strings.Repeat("x", size-len(s))+`"`, 1)
+	}
+	lastLine := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec: {project: team-a}\nmetadata:\n  name: sneaky\n"
+	lastLine += "  namespace: team-b # " + strings.Repeat("x", 4096-len("  namespace: team-b # "))
+	tests := []struct {
+		name       string
+		files      map[string]string // "fifo" makes a named pipe
+		args       []string          // after admit; DIR is the files' directory, PROJ a file with AppProject team-a
+		stdin      string
+		wantCode   int
+		wantStdout []string
+		wantStderr string
+	}{
+		{name: "an Application in a v1 List", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n" + indent(sneaky)},
+			args: []string{"-f", "PROJ", "-f", "DIR/l.yaml"}, wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky: project"}},
+		{name: "an Application in an ApplicationList with the kind inherited", files: map[string]string{"l.json": `{"apiVersion":"argoproj.io/v1alpha1","kind":"ApplicationList","items":[{"metadata":{"name":"sneaky","namespace":"team-b"},"spec":{"project":"team-a"}}]}`},
+			args: []string{"-f", "PROJ", "-f", "DIR/l.json"}, wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky: project"}},
+		{name: "an Application in the items of a ConfigMap", files: map[string]string{"c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nitems:\n" + indent(sneaky)},
+			args: []string{"-f", "PROJ", "-f", "DIR/c.yaml"}, wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky: project"}},
+		{name: "one line of JSON of 8192 bytes without a final newline", files: map[string]string{"a.json": oneLineJSON(8192)},
+			args: []string{"-f", "PROJ", "-f", "DIR/a.json"}, wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky: project"}},
+		{name: "a last line of 4096 bytes that kubectl would drop", files: map[string]string{"a.yaml": lastLine},
+			args: []string{"-f", "PROJ", "-f", "DIR/a.yaml"}, wantCode: 2, wantStderr: "a.yaml: its last line (4096 bytes) has no newline at the end"},
+		{name: "a named pipe in a directory is skipped and said so", files: map[string]string{"a.yaml": sneaky, "p.yaml": "fifo"},
+			args: []string{"-f", "PROJ", "-f", "DIR"}, wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky"}, wantStderr: "gatehouse: skipped DIR/p.yaml: a named pipe, not a regular file"},
+		{name: "a named pipe given by name", files: map[string]string{"p.yaml": "fifo"},
+			args: []string{"-f", "PROJ", "-f", "DIR/p.yaml"}, wantCode: 2, wantStderr: "p.yaml: a named pipe, not a regular file"},
+		{name: "a link to /dev/zero", files: map[string]string{"z.yaml": "->/dev/zero"},
+			args: []string{"-f", "PROJ", "-f", "DIR"}, wantCode: 2, wantStderr: "z.yaml: a symbolic link to /dev/zero, outside"},
+		{name: "an empty directory", files: map[string]string{"README.md": "x"},
+			args: []string{"-f", "DIR"}, wantCode: 2, wantStderr: "no Kubernetes objects found"},
+		{name: "an empty directory beside good input", files: map[string]string{"README.md": "x"},
+			args: []string{"-f", "PROJ", "-f", "DIR"}, wantCode: 2, wantStderr: "DIR: no Kubernetes objects found"},
+		{name: "a path that does not exist", args: []string{"-f", "PROJ", "-f", "DIR/nope"}, wantCode: 2, wantStderr: "DIR/nope: no such file or directory"},
+		{name: "an empty file", files: map[string]string{"e.yaml": ""},
+			args: []string{"-f", "DIR/e.yaml"}, wantCode: 2, wantStderr: "no Kubernetes objects found"},
+		{name: "no Application or AppProject is said so", files: map[string]string{"c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"},
+			args: []string{"-f", "DIR/c.yaml"}, wantCode: 0, wantStderr: "nothing to review"},
+		{name: "no name", files: map[string]string{"a.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {namespace: argocd}\nspec: {}\n"},
+			args: []string{"-f", "PROJ", "-f", "DIR/a.yaml"}, wantCode: 1, wantStdout: []string{`DENY Application argocd/: Application.argoproj.io "" is invalid: metadata.name: Required value`}},
+		{name: "a name that is not a DNS-1123 subdomain", files: map[string]string{"a.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: \"Guest\\u001b[0mbook\", namespace: argocd}\nspec: {}\n"},
+			args: []string{"-f", "PROJ", "-f", "DIR/a.yaml"}, wantCode: 1, wantStdout: []string{`DENY Application argocd/"Guest\x1b[0mbook": Application.argoproj.io "Guest\x1b[0mbook" is invalid: metadata.name: Invalid value`}},
+		{name: "a namespace that is not a DNS-1123 label", files: map[string]string{"a.yaml": strings.Replace(sneaky, "team-b", "Team-B", 1)},
+			args: []string{"-f", "PROJ", "-f", "DIR/a.yaml"}, wantCode: 1, wantStdout: []string{`DENY Application Team-B/sneaky: Application.argoproj.io "sneaky" is invalid: metadata.namespace: Invalid value: "Team-B"`}},
+		{name: "an Application twice", files: map[string]string{"a.yaml": strings.Replace(sneaky, "team-b", "team-a", 1), "b.yaml": strings.Replace(sneaky, "team-b", "team-a", 1)},
+			args: []string{"-f", "PROJ", "-f", "DIR"}, wantCode: 1, wantStdout: []string{"ALLOW Application team-a/sneaky", "DENY Application team-a/sneaky: DIR/b.yaml: document 1: Application team-a/sneaky is also defined at DIR/a.yaml: document 1: keep one"}},
+		{name: "standard input", args: []string{"-f", "PROJ", "-f", "-"}, stdin: "apiVersion: v1\nkind: List\nitems:\n" + indent(sneaky),
+			wantCode: 1, wantStdout: []string{"DENY Application team-b/sneaky: project"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, tt.files)
+			proj := filepath.Join(t.TempDir(), "project.yaml")
+			if err := os.WriteFile(proj, []byte(project), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"admit", "--application-namespaces", "team-*"}
+			for _, a := range tt.args {
+				args = append(args, strings.Replace(strings.Replace(a, "DIR", dir, 1), "PROJ", proj, 1))
+			}
+			code, stdout, stderr := runWithin(t, context.Background(), 10*time.Second, strings.NewReader(tt.stdin), args...)
+			stdout, stderr = strings.ReplaceAll(stdout, dir, "DIR"), strings.ReplaceAll(stderr, dir, "DIR")
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, stdout, stderr)
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(stdout, w+"\n") && !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+func TestAdmitStopsWaitingForStdinWhenCancelled(t *testing.T) {
+	r, w := io.Pipe() // nobody ever writes: a terminal left open
+	defer func() { _ = w.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as SIGINT would
+	code, _, stderr := runWithin(t, ctx, 10*time.Second, r, "admit", "-f", "-")
+	if code != 2 || stderr != "gatehouse: interrupted\n" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -27,7 +27,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	if err != nil {
 		return err
 	}
-	cp, run, err := runDirControlPlane(dir, controlPlaneOptions{
+	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
 		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
 		Publisher: agents, Logger: logger, Registerer: reg,
@@ -41,7 +41,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := cp.Ready(r); err != nil {
+		if err := ready(r); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

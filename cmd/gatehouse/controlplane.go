@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,21 +81,29 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 }
 
 // runDirControlPlane builds snapshots from a directory of YAML until ctx
-// ends; no cluster is involved.
-func runDirControlPlane(dir string, o controlPlaneOptions) (*controlplane.Controller, func(context.Context) error, error) {
+// ends; no cluster is involved. ready fails until a snapshot is published
+// and while the directory does not load.
+func runDirControlPlane(dir string, o controlPlaneOptions) (ready func(*http.Request) error, run func(context.Context) error, err error) {
 	store := controlplane.NewStore()
-	src := yamldir.NewSource(dir, o.Namespace, store, o.Logger.With("component", "source"))
+	src, err := yamldir.NewSource(yamldir.SourceOptions{
+		Dir: dir, ControlPlaneNamespace: o.Namespace, Store: store,
+		Logger: o.Logger.With("component", "source"), Registerer: o.Registerer,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	c, err := newControlPlane(o, store, src.Synced, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	run := func(ctx context.Context) error {
+	ready = func(r *http.Request) error { return errors.Join(src.Ready(r), c.Ready(r)) }
+	run = func(ctx context.Context) error {
 		errc := make(chan error, 1)
 		go func() { errc <- src.Start(ctx) }()
 		err := c.Start(ctx)
 		return errors.Join(err, <-errc)
 	}
-	return c, run, nil
+	return ready, run, nil
 }
 
 var _ controlplane.Publisher = (*server.Server)(nil)

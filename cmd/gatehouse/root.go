@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -37,7 +38,19 @@ in a GitOps repository's CI (admit).`,
 func execute(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for a clean stop; once it has, signals get their
+	// default action again, so a second one always ends the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return run(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// run runs one command line until ctx ends and returns its exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ee exitError
@@ -46,6 +59,9 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "gatehouse: interrupted")
+		return 2
 	default:
 		fmt.Fprintln(stderr, "gatehouse:", err)
 		return 2

@@ -67,9 +67,12 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 }
 
 func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
-	st, err := yamldir.Load(dir, o.ControlPlaneNamespace)
+	st, skipped, err := yamldir.Load(cmd.Context(), dir, o.ControlPlaneNamespace)
 	if err != nil {
 		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse: skipped", s)
 	}
 	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides})
 	out, err := b.Build(cmd.Context(), st)

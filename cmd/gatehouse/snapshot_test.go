@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 )
@@ -62,4 +64,39 @@ func TestSnapshotCommand(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q; want 2 naming the file", code, stderr.String())
 		}
 	})
+}
+
+// TestSnapshotReadsWhatKubectlApplies: the directory source reads a tree as
+// kubectl apply -R -f would, and a tree it cannot trust fails with exit 2.
+func TestSnapshotReadsWhatKubectlApplies(t *testing.T) {
+	const app = `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a","namespace":"argocd","annotations":{"pad":""}}}`
+	tests := []struct {
+		name       string
+		files      map[string]string // "fifo" makes a named pipe, "->X" a link to X
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "an Application in a v1 List", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + app + "\n"},
+			wantStdout: "1 applications"},
+		{name: "one line of JSON of 4096 bytes without a final newline", files: map[string]string{"a.json": strings.Replace(app, `"pad":""`, `"pad":"`+strings.Repeat("x", 4096-len(app))+`"`, 1)},
+			wantStdout: "1 applications"},
+		{name: "a named pipe is skipped and said so", files: map[string]string{"a.json": app, "p.yaml": "fifo"}, wantStdout: "1 applications",
+			wantStderr: "gatehouse: skipped DIR/p.yaml: a named pipe, not a regular file"},
+		{name: "a link to /dev/zero", files: map[string]string{"a.json": app, "z.yaml": "->/dev/zero"}, wantCode: 2, wantStderr: "z.yaml: a symbolic link to /dev/zero, outside"},
+		{name: "an empty tree", files: map[string]string{"README.md": "x"}, wantCode: 2, wantStderr: "no Kubernetes objects found"},
+		{name: "a name the API server refuses", files: map[string]string{"a.json": strings.Replace(app, `"name":"a"`, `"name":"A"`, 1)},
+			wantCode: 2, wantStderr: `Application.argoproj.io "A" is invalid: metadata.name: Invalid value: "A"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, tt.files)
+			code, stdout, stderr := runWithin(t, context.Background(), 10*time.Second, nil, "snapshot", dir)
+			stderr = strings.ReplaceAll(stderr, dir, "DIR")
+			if code != tt.wantCode || !strings.Contains(stdout, tt.wantStdout) || !strings.Contains(stderr, tt.wantStderr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s (want %q)\nstderr: %s (want %q)", code, tt.wantCode, stdout, tt.wantStdout, stderr, tt.wantStderr)
+			}
+		})
+	}
 }

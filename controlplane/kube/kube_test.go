@@ -171,7 +171,7 @@ func TestKubernetesSource(t *testing.T) {
 	first := pub.next(t, 30*time.Second)
 	t.Run("content", func(t *testing.T) { checkContent(t, first) })
 	t.Run("the directory source gives the same bytes", func(t *testing.T) {
-		st, err := yamldir.Load("../testdata/cluster", ns)
+		st, _, err := yamldir.Load(context.Background(), "../testdata/cluster", ns)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 // API server by controlplane/kube's tests) uses every extension format and
 // must build without a single problem.
 func TestTestdataBuildsCleanly(t *testing.T) {
-	st, err := Load("../testdata/cluster", "argocd")
+	st, _, err := Load(context.Background(), "../testdata/cluster", "argocd")
 	if err != nil {
 		t.Fatal(err)
 	}

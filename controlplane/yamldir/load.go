@@ -1,173 +1,102 @@
 package yamldir
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/kubeyaml"
 )
 
-// maxFileBytes bounds one file: a directory source is for configuration,
-// and a stray multi-gigabyte file should be an error, not an outage.
-const maxFileBytes = 64 << 20
-
-// Load reads every .yaml, .yml and .json file below dir (hidden directories
-// skipped) into a State. Objects without a namespace are read as in
-// controlPlaneNamespace, as `kubectl apply -n <it> -f dir` would place them.
-// Kinds other than Application, AppProject, ConfigMap, Secret and List are
-// ignored, as are AppProjects, ConfigMaps and Secrets of other namespaces:
-// the Kubernetes source does not watch them either. Any file that does not
-// parse, or an object defined twice, fails the whole load, so a half-edited
-// tree never replaces a good one.
-func Load(dir, controlPlaneNamespace string) (*controlplane.State, error) {
-	l := &loader{ns: controlPlaneNamespace, st: controlplane.NewState(), seen: map[string]string{}}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != dir && strings.HasPrefix(d.Name(), ".") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-			return l.file(path)
-		}
-		return nil
-	})
+// Load reads dir as `kubectl apply -R -f dir` would (kubeyaml: every
+// .yaml, .yml and .json file below it, hidden ones included; Lists
+// expanded; regular files only) into a State. Objects without a namespace
+// are read as in controlPlaneNamespace, as `kubectl apply -n <it> -f dir`
+// would place them. Kinds other than Application, AppProject, ConfigMap and
+// Secret are ignored, as are AppProjects, ConfigMaps and Secrets of other
+// namespaces: the Kubernetes source does not watch them either. A file that
+// does not parse, a tree with no object at all, an object the API server
+// would refuse, or one defined twice fails the whole load, so a half-edited
+// tree never replaces a good one. Special files the loader skipped are
+// returned, so they can be reported.
+func Load(ctx context.Context, dir, ns string) (*controlplane.State, []kubeyaml.Skipped, error) {
+	in, err := kubeyaml.Read(ctx, []string{dir}, kubeyaml.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
+		return nil, nil, err
 	}
-	return l.st, nil
+	st := controlplane.NewState()
+	seen := kubeyaml.NewIndex(ns)
+	for i := range in.Objects {
+		obj := &in.Objects[i]
+		if !kept(obj, ns) {
+			continue
+		}
+		if err := kubeyaml.Refusal(obj, ns); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", obj.Origin, err)
+		}
+		if err := seen.Add(obj); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", obj.Origin, err)
+		}
+		if err := add(st, obj, ns); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", obj.Origin, err)
+		}
+	}
+	return st, in.Skipped, nil
 }
 
-type loader struct {
-	ns   string
-	st   *controlplane.State
-	seen map[string]string // "<kind>/<namespace>/<name>" → file:document
-}
-
-func (l *loader) file(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err != nil {
-		return err
-	} else if info.Size() > maxFileBytes {
-		return fmt.Errorf("%s: %d bytes, more than the %d a configuration file may have", path, info.Size(), maxFileBytes)
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(io.LimitReader(f, maxFileBytes)))
-	for n := 1; ; n++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", path, n, err)
-		}
-		if err := l.document(doc, fmt.Sprintf("%s: document %d", path, n)); err != nil {
-			return err
-		}
-	}
-}
-
-// header is what every object has.
-type header struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Items []json.RawMessage `json:"items"`
-}
-
-func (l *loader) document(doc []byte, where string) error {
-	if len(bytes.TrimSpace(doc)) == 0 {
-		return nil
-	}
-	var h header
-	if err := yaml.Unmarshal(doc, &h); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	if h.Kind == "" && h.APIVersion == "" && len(h.Items) == 0 {
-		if isComments(doc) {
-			return nil
-		}
-		return fmt.Errorf("%s: not a Kubernetes object (no apiVersion and kind)", where)
-	}
-	if h.APIVersion == "v1" && h.Kind == "List" {
-		for i, item := range h.Items {
-			if err := l.document(item, fmt.Sprintf("%s: item %d", where, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	ns := h.Metadata.Namespace
-	if ns == "" {
-		ns = l.ns
-	}
-	if h.Metadata.Name == "" {
-		return fmt.Errorf("%s: %s has no metadata.name", where, h.Kind)
-	}
-	id := h.Kind + " " + ns + "/" + h.Metadata.Name
-	add := func() error {
-		if prev, ok := l.seen[id]; ok {
-			return fmt.Errorf("%s: %s is also defined at %s: keep one", where, id, prev)
-		}
-		l.seen[id] = where
-		return nil
-	}
+// kept reports whether the Kubernetes source would watch obj: Argo CD's
+// kinds in any version or letter case (the API server refuses all but the
+// right one, so Refusal reports the others), and the rest in the
+// control-plane namespace only.
+func kept(obj *kubeyaml.Object, ns string) bool {
+	gk := obj.GroupKind()
 	switch {
-	case h.APIVersion == v1alpha1.GroupVersion.String() && h.Kind == "Application":
+	case gk.Group == v1alpha1.GroupVersion.Group && strings.EqualFold(gk.Kind, v1alpha1.KindApplication):
+		return true
+	case obj.Namespace(ns) != ns:
+		return false
+	case gk.Group == v1alpha1.GroupVersion.Group && strings.EqualFold(gk.Kind, v1alpha1.KindAppProject):
+		return true
+	default:
+		return gk == schema.GroupKind{Kind: "ConfigMap"} || gk == schema.GroupKind{Kind: "Secret"}
+	}
+}
+
+// add projects obj into st, as the Kubernetes source projects what it
+// watches; Refusal has passed, so kind and apiVersion are the served ones.
+func add(st *controlplane.State, obj *kubeyaml.Object, ns string) error {
+	switch obj.Kind {
+	case v1alpha1.KindApplication:
 		var a v1alpha1.Application
-		if err := yaml.Unmarshal(doc, &a); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+		if err := obj.Into(&a); err != nil {
+			return err
 		}
-		a.Namespace = ns
+		a.Namespace = obj.Namespace(ns)
 		p := controlplane.ProjectApplication(&a)
-		l.st.Applications[p.Key()] = p
-		return add()
-	case ns != l.ns:
-		return nil
-	case h.APIVersion == v1alpha1.GroupVersion.String() && h.Kind == "AppProject":
+		st.Applications[p.Key()] = p
+	case v1alpha1.KindAppProject:
 		var p v1alpha1.AppProject
-		if err := yaml.Unmarshal(doc, &p); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+		if err := obj.Into(&p); err != nil {
+			return err
 		}
-		l.st.Projects[p.Name] = controlplane.ProjectAppProject(&p)
-		return add()
-	case h.APIVersion == "v1" && h.Kind == "ConfigMap":
+		st.Projects[p.Name] = controlplane.ProjectAppProject(&p)
+	case "ConfigMap":
 		var c corev1.ConfigMap
-		if err := yaml.Unmarshal(doc, &c); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+		if err := obj.Into(&c); err != nil {
+			return err
 		}
 		if controlplane.RelevantConfigMap(c.Name, c.Labels) {
-			l.st.ConfigMaps[c.Name] = controlplane.ProjectConfigMap(&c)
+			st.ConfigMaps[c.Name] = controlplane.ProjectConfigMap(&c)
 		}
-		return add()
-	case h.APIVersion == "v1" && h.Kind == "Secret":
+	case "Secret":
 		var s corev1.Secret
-		if err := yaml.Unmarshal(doc, &s); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+		if err := obj.Into(&s); err != nil {
+			return err
 		}
 		// The API server merges stringData into data on write.
 		for k, v := range s.StringData {
@@ -176,19 +105,7 @@ func (l *loader) document(doc []byte, where string) error {
 			}
 			s.Data[k] = []byte(v)
 		}
-		l.st.Secrets[s.Name] = controlplane.ProjectSecret(&s)
-		return add()
+		st.Secrets[s.Name] = controlplane.ProjectSecret(&s)
 	}
 	return nil
-}
-
-// isComments reports whether a document holds only comments and blank lines.
-func isComments(doc []byte) bool {
-	for _, line := range bytes.Split(doc, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) {
-			return false
-		}
-	}
-	return true
 }

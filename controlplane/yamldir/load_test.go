@@ -1,6 +1,7 @@
 package yamldir
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestLoadTestdataCluster(t *testing.T) {
-	st, err := Load("../testdata/cluster", "argocd")
+	st, _, err := Load(context.Background(), "../testdata/cluster", "argocd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +36,13 @@ func TestLoadTestdataCluster(t *testing.T) {
 	if p := st.Projects["team-a"]; !slices.Equal(p.SourceNamespaces, []string{"team-a"}) || len(p.Destinations) != 1 {
 		t.Errorf("project %+v", p)
 	}
+}
+
+// oneLineApplication is an Application in team-b as one line of JSON of
+// exactly size bytes, without a final newline.
+func oneLineApplication(size int) string {
+	s := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a","namespace":"team-b","annotations":{"pad":""}}}`
+	return strings.Replace(s, `"pad":""`, `"pad":"`+strings.Repeat("x", size-len(s))+`"`, 1)
 }
 
 func TestLoad(t *testing.T) {
@@ -73,8 +81,69 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
-			name:  "comments only and hidden directories",
-			files: map[string]string{"a.yaml": "# nothing\n---\n", ".git/x.yaml": "not: [valid"},
+			name:  "comments only: no object at all",
+			files: map[string]string{"a.yaml": "# nothing\n---\n"},
+			want:  "no Kubernetes objects found (1 files read, 0 skipped): check the path",
+		},
+		{
+			name:  "hidden directories are read, as kubectl apply -R reads them",
+			files: map[string]string{".hidden/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm}\n"},
+			check: func(t *testing.T, st *controlplane.State) {
+				if _, ok := st.ConfigMaps["argocd-cm"]; !ok {
+					t.Errorf("configmaps %v", st.ConfigMaps)
+				}
+			},
+		},
+		{
+			name: "any list: items inherit the kind, a ConfigMap's items are objects",
+			files: map[string]string{
+				"l.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: AppProjectList\nitems:\n- metadata: {name: p}\n",
+				"c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wrapper}\nitems:\n- {apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: a, namespace: team-a}}\n",
+			},
+			check: func(t *testing.T, st *controlplane.State) {
+				if _, ok := st.Projects["p"]; !ok {
+					t.Errorf("projects %v", st.Projects)
+				}
+				if _, ok := st.Applications["team-a/a"]; !ok {
+					t.Errorf("applications %v", st.Applications)
+				}
+			},
+		},
+		{
+			name:  "one line of JSON ending on a 4096-byte boundary",
+			files: map[string]string{"a.json": oneLineApplication(4096)},
+			check: func(t *testing.T, st *controlplane.State) {
+				if _, ok := st.Applications["team-b/a"]; !ok {
+					t.Errorf("applications %v", st.Applications)
+				}
+			},
+		},
+		{
+			name:  "a last line kubectl would drop",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  labels: {a: b} #" + strings.Repeat("x", 4096-len("  labels: {a: b} #"))},
+			want:  "its last line (4096 bytes) has no newline at the end",
+		},
+		{
+			name:  "a name the API server refuses",
+			files: map[string]string{"a.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: Bad_Name, namespace: team-a}\n"},
+			want:  `a.yaml: document 1: Application.argoproj.io "Bad_Name" is invalid: metadata.name: Invalid value`,
+		},
+		{
+			name:  "an Application in the wrong letter case",
+			files: map[string]string{"a.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: application\nmetadata: {name: a, namespace: team-a}\n"},
+			want:  `kind: Invalid value: "application": must be Application`,
+		},
+		{
+			name: "other kinds are not checked: a Kustomization has no name",
+			files: map[string]string{
+				"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n",
+				"a.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm}\n",
+			},
+		},
+		{
+			name:  "a link out of the tree",
+			files: map[string]string{"a.yaml": "->/etc/hostname"},
+			want:  "a.yaml: a symbolic link to /etc/hostname, outside",
 		},
 		{
 			name:  "YAML that does not parse",
@@ -97,7 +166,7 @@ func TestLoad(t *testing.T) {
 		{
 			name:  "no name",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {}\n"},
-			want:  "has no metadata.name",
+			want:  `Secret "" is invalid: metadata.name: Required value`,
 		},
 	}
 	for _, tt := range tests {
@@ -108,11 +177,17 @@ func TestLoad(t *testing.T) {
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
 				}
+				if target, ok := strings.CutPrefix(content, "->"); ok {
+					if err := os.Symlink(target, p); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			st, err := Load(dir, "argocd")
+			st, _, err := Load(context.Background(), dir, "argocd")
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)

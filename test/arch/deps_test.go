@@ -63,3 +63,14 @@ func TestWebhookDoesNotImportProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeyamlImportsNothingOfOurs: admit (webhook/) and the directory source
+// (controlplane/yamldir) both read input through kubeyaml, so it must not
+// lean on either, nor on anything else of ours.
+func TestKubeyamlImportsNothingOfOurs(t *testing.T) {
+	for _, d := range deps(t, module+"/kubeyaml") {
+		if strings.HasPrefix(d, module+"/") && d != module+"/kubeyaml" {
+			t.Errorf("kubeyaml links %s", d)
+		}
+	}
+}
