@@ -57,8 +57,8 @@ type subjects struct {
 	// confinedNames holds the copies made for project role tokens, by role
 	// and project.
 	confinedNames map[[2]string]string
-	rep   *report
-	data  policies.Data
+	rep           *report
+	data          policies.Data
 }
 
 // emptySubjectRole names the role of the empty casbin subject.

@@ -14,12 +14,12 @@ import (
 
 // The messages of test/argocdref (its Case, Request, Answer and Decision).
 type argoCase struct {
-	Builtin     bool         `json:"builtin,omitempty"`
-	Policy      string       `json:"policy"`
-	DefaultRole string       `json:"defaultRole,omitempty"`
-	MatchMode   string       `json:"matchMode,omitempty"`
-	Namespace   string       `json:"namespace"`
-	Projects    []string     `json:"projects"`
+	Builtin     bool          `json:"builtin,omitempty"`
+	Policy      string        `json:"policy"`
+	DefaultRole string        `json:"defaultRole,omitempty"`
+	MatchMode   string        `json:"matchMode,omitempty"`
+	Namespace   string        `json:"namespace"`
+	Projects    []string      `json:"projects"`
 	Requests    []argoRequest `json:"requests"`
 }
 
