@@ -48,6 +48,9 @@ func regexToGlob(pattern string) (string, bool) {
 	if re.Op != syntax.OpConcat && (isBegin(re) || isEnd(re)) {
 		out = "*" // a lone anchor matches every string
 	}
+	if len(out) > maxGlobLen || strings.Count(out, "{") > maxGlobAlternations {
+		return "", false // such as a{0,500}: a glob every request would pay for
+	}
 	if _, err := glob.Compile(out); err != nil {
 		return "", false
 	}
@@ -61,6 +64,13 @@ func isBegin(re *syntax.Regexp) bool {
 func isEnd(re *syntax.Regexp) bool {
 	return re.Op == syntax.OpEndText || re.Op == syntax.OpEndLine
 }
+
+// maxGlobLen and maxGlobAlternations bound the globs written for regular
+// expressions.
+const (
+	maxGlobLen          = 256
+	maxGlobAlternations = 16
+)
 
 // maxClassRanges bounds the ranges of one character class written as a
 // glob: a negated class is a handful of ranges.
