@@ -29,13 +29,6 @@ func newMatcher(mode string) (matcher, error) {
 	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, MatchRegex)
 }
 
-func (m matcher) mode() string {
-	if m.regex {
-		return MatchRegex
-	}
-	return MatchGlob
-}
-
 // valid reports whether pattern compiles. Argo CD's glob matching treats a
 // glob that does not compile as matching nothing; casbin's regex matching
 // panics on a bad regular expression, and the enforcer's recovery turns the

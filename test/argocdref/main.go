@@ -201,7 +201,7 @@ func newEnforcer(c *Case) (enf *rbac.Enforcer, stop func(), refused string, err 
 			return nil, nil, "", errors.New("policy loader did not sync within a minute")
 		}
 	}
-	return enf, func() { cancel(); <-done }, "", nil
+	return enf, func() { cancel(); _ = <-done }, "", nil
 }
 
 func projectLister(namespace string, names []string) applister.AppProjectNamespaceLister {

@@ -55,8 +55,9 @@ var (
 	oracleErr  error
 )
 
-// argoCD returns the shared Argo CD process: $GATEHOUSE_ARGOCDREF (a binary
-// `make test` built), or one this test builds from test/argocdref.
+// argoCD returns the shared Argo CD process: $GATEHOUSE_ARGOCDREF (a built
+// test/argocdref), or `go run` of test/argocdref, which builds it the first
+// time and then starts the cached executable.
 func argoCD(t *testing.T) *oracle {
 	t.Helper()
 	oracleOnce.Do(func() { theOracle, oracleErr = startOracle() })
@@ -67,20 +68,11 @@ func argoCD(t *testing.T) *oracle {
 }
 
 func startOracle() (*oracle, error) {
-	bin := os.Getenv("GATEHOUSE_ARGOCDREF")
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "argocdref")
-		if err != nil {
-			return nil, err
-		}
-		bin = filepath.Join(dir, "argocdref")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = filepath.Join("..", "argocdref")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build test/argocdref (Argo CD's enforcer): %v\n%s", err, out)
-		}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = filepath.Join("..", "argocdref")
+	if bin := os.Getenv("GATEHOUSE_ARGOCDREF"); bin != "" {
+		cmd = exec.Command(bin)
 	}
-	cmd := exec.Command(bin)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -91,7 +83,7 @@ func startOracle() (*oracle, error) {
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start test/argocdref (Argo CD's enforcer): %w", err)
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -110,7 +102,7 @@ func (o *oracle) ask(t *testing.T, c argoCase) argoAnswer {
 		t.Fatalf("send to argocdref: %v", err)
 	}
 	if !o.out.Scan() {
-		t.Fatalf("argocdref stopped: %v", o.out.Err())
+		t.Fatalf("argocdref stopped (its build or run failed: see above): %v", o.out.Err())
 	}
 	var a argoAnswer
 	if err := json.Unmarshal(o.out.Bytes(), &a); err != nil {
