@@ -201,7 +201,13 @@ func newEnforcer(c *Case) (enf *rbac.Enforcer, stop func(), refused string, err 
 			return nil, nil, "", errors.New("policy loader did not sync within a minute")
 		}
 	}
-	return enf, func() { cancel(); _ = <-done }, "", nil
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "argocdref: policy loader:", err)
+		}
+	}
+	return enf, stop, "", nil
 }
 
 func projectLister(namespace string, names []string) applister.AppProjectNamespaceLister {
