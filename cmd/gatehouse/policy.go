@@ -99,14 +99,21 @@ func explainArg(cmd *cobra.Command, args []string, explain *string) error {
 
 func newPolicyImportCasbinCommand() *cobra.Command {
 	var o casbin.Options
+	var allowPartial bool
 	cmd := &cobra.Command{
 		Use:   "import-casbin FILE",
 		Short: "Convert Argo CD RBAC (policy.csv) into the default policy's data",
 		Long: `Convert Argo CD RBAC lines (p and g; resources extensions and applications;
-globs; allow and deny) into data for the default policy, printed as JSON on
-stdout. Lines that cannot be converted, and lines that do not concern
-extensions, are listed on stderr with the reason — never dropped silently.
-Use - to read standard input.`,
+globs or regular expressions; allow and deny) into data for the default
+policy, printed as JSON on stdout. The imported policy never allows what
+Argo CD's extension proxy denies. On stderr, a report lists every line
+Gatehouse is stricter about than Argo CD, every line left out and why —
+none is dropped silently.
+
+A line that makes Argo CD refuse the whole policy (a g line with four fields,
+an unknown line type, broken CSV) fails the import with exit status 1 and
+prints no data; --allow-partial prints the data of the other lines and exits
+0. Use - to read standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := cmd.InOrStdin()
@@ -122,19 +129,25 @@ Use - to read standard input.`,
 			if err != nil {
 				return fmt.Errorf("import %s: %w", args[0], err)
 			}
+			if err := res.WriteReport(cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			if res.Partial() && !allowPartial {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Argo CD refuses this policy (%d line(s) above): fix them, or import the other lines with --allow-partial\n", len(res.Refused))
+				return exitError{code: 1}
+			}
 			out, err := res.JSON()
 			if err != nil {
 				return err
 			}
-			if _, err := cmd.OutOrStdout().Write(append(out, '\n')); err != nil {
-				return err
-			}
-			return res.WriteReport(cmd.ErrOrStderr())
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.DefaultRole, "default-role", "", "Argo CD's policy.default (e.g. role:readonly)")
-	cmd.Flags().StringVar(&o.MatchMode, "match-mode", "", `Argo CD's policy.matchMode ("glob"; "regex" is not supported)`)
+	cmd.Flags().StringVar(&o.MatchMode, "match-mode", "", `Argo CD's policy.matchMode: "glob" (default) or "regex"`)
 	cmd.Flags().StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", "argocd", "Argo CD's namespace")
-	cmd.Flags().BoolVar(&o.NoBuiltin, "no-builtin", false, "leave out Argo CD's built-in roles role:readonly and role:admin")
+	cmd.Flags().BoolVar(&o.NoBuiltin, "no-builtin", false, "leave out Argo CD's built-in roles role:readonly and role:admin (Argo CD always has them)")
+	cmd.Flags().BoolVar(&allowPartial, "allow-partial", false, "print the data of the lines Argo CD accepts even when others make it refuse the policy")
 	return cmd
 }

@@ -15,6 +15,10 @@ func TestPolicyCommands(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("p, role:dev, extensions, invoke, metrics, allow\ng, alice, role:dev\np, bob, clusters, get, *, allow\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	refused := filepath.Join(dir, "refused.csv")
+	if err := os.WriteFile(refused, []byte("g, bob, role:dev, extra\np, role:dev, extensions, invoke, metrics, allow\ng, alice, role:dev\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	broken := filepath.Join(dir, "broken")
 	if err := os.MkdirAll(broken, 0o755); err != nil {
 		t.Fatal(err)
@@ -37,6 +41,8 @@ func TestPolicyCommands(t *testing.T) {
 		{"eval refuses another argument", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json", "extra"}, 2, "", `unexpected argument "extra"`},
 		{"eval needs both flags", []string{"policy", "eval", "--policy", "../../policies/extensions"}, 2, "", "--input"},
 		{"import-casbin lists what it skipped", []string{"policy", "import-casbin", csv}, 0, `"role:dev"`, "line 3"},
+		{"import-casbin fails a policy Argo CD refuses", []string{"policy", "import-casbin", refused}, 1, "", "--allow-partial"},
+		{"import-casbin --allow-partial converts the other lines", []string{"policy", "import-casbin", "--allow-partial", refused}, 0, `"role:dev"`, "line 1: g, bob, role:dev, extra"},
 		{"import-casbin of a missing file", []string{"policy", "import-casbin", filepath.Join(dir, "nope.csv")}, 2, "", "nope.csv"},
 	}
 	for _, tt := range tests {
@@ -46,7 +52,7 @@ func TestPolicyCommands(t *testing.T) {
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errb.String())
 			}
-			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) {
+			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) || tt.wantCode != 0 && out.Len() > 0 {
 				t.Fatalf("stdout %q / stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
 			}
 		})

@@ -1,0 +1,69 @@
+package casbin
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/gobwas/glob"
+)
+
+// Argo CD's policy.matchMode values.
+const (
+	MatchGlob  = "glob"
+	MatchRegex = "regex"
+)
+
+// matcher matches the resource, action and object fields of p lines as
+// Argo CD's enforcer does in one match mode: gobwas globs without
+// separators (util/glob), or unanchored Go regular expressions (casbin's
+// RegexMatch).
+type matcher struct{ regex bool }
+
+func newMatcher(mode string) (matcher, error) {
+	switch mode {
+	case "", MatchGlob:
+		return matcher{}, nil
+	case MatchRegex:
+		return matcher{regex: true}, nil
+	}
+	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, MatchRegex)
+}
+
+// valid reports whether pattern compiles. Argo CD's glob matching treats a
+// glob that does not compile as matching nothing; casbin's regex matching
+// panics on a bad regular expression, and the enforcer's recovery turns the
+// panic into a failed check (see badRegexDeny).
+func (m matcher) valid(pattern string) bool {
+	var err error
+	if m.regex {
+		_, err = regexp.Compile(pattern)
+	} else {
+		_, err = glob.Compile(pattern)
+	}
+	return err == nil
+}
+
+// match is Argo CD's globOrRegexMatch(value, pattern).
+func (m matcher) match(pattern, value string) bool {
+	if m.regex {
+		ok, err := regexp.MatchString(pattern, value)
+		return err == nil && ok
+	}
+	g, err := glob.Compile(pattern)
+	return err == nil && g.Match(value)
+}
+
+// glob returns a glob that matches what pattern matches, for the names
+// Gatehouse compares (no line breaks), or false when it cannot say.
+func (m matcher) glob(pattern string) (string, bool) {
+	if !m.regex {
+		return pattern, true
+	}
+	return regexToGlob(pattern)
+}
+
+// matchGlob matches a Gatehouse glob (gobwas, no separators).
+func matchGlob(pattern, value string) bool {
+	g, err := glob.Compile(pattern)
+	return err == nil && g.Match(value)
+}

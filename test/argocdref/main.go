@@ -1,0 +1,219 @@
+// Command argocdref answers RBAC questions with Argo CD's own enforcer
+// (github.com/argoproj/argo-cd/v3 v3.5.0, util/rbac and server/rbacpolicy),
+// wired as argocd-server wires it, so that Gatehouse's tests can hold the
+// casbin importer to Argo CD's decisions. It is its own module so that the
+// product's go.mod does not carry Argo CD; and its own process because Argo CD
+// links github.com/gobwas/glob v0.2.3 and Gatehouse (and OPA) v1.0.0, whose
+// APIs differ, so the two cannot share a binary.
+//
+// Protocol: one JSON Case per line on stdin, one JSON Answer per line on
+// stdout. See test/casbindiff for the client.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/common"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	applister "github.com/argoproj/argo-cd/v3/pkg/client/listers/application/v1alpha1"
+	"github.com/argoproj/argo-cd/v3/server/rbacpolicy"
+	"github.com/argoproj/argo-cd/v3/util/assets"
+	"github.com/argoproj/argo-cd/v3/util/rbac"
+	"github.com/argoproj/argo-cd/v3/util/security"
+	"github.com/golang-jwt/jwt/v5"
+	log "github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Case is one policy and the requests to decide under it.
+type Case struct {
+	// Builtin asks for Argo CD's built-in policy (assets.BuiltinPolicyCSV)
+	// instead of decisions.
+	Builtin bool `json:"builtin,omitempty"`
+	// Policy, DefaultRole and MatchMode are argocd-rbac-cm's policy.csv,
+	// policy.default and policy.matchMode.
+	Policy      string `json:"policy"`
+	DefaultRole string `json:"defaultRole,omitempty"`
+	MatchMode   string `json:"matchMode,omitempty"`
+	// Namespace is Argo CD's control-plane namespace.
+	Namespace string `json:"namespace"`
+	// Projects are the AppProjects that exist (without roles).
+	Projects []string  `json:"projects"`
+	Requests []Request `json:"requests"`
+}
+
+// Request is one call of the extension proxy: a token's subject and groups,
+// the Application the UI names in its headers, and the extension.
+type Request struct {
+	Subject      string   `json:"subject"`
+	Groups       []string `json:"groups,omitempty"`
+	Project      string   `json:"project"`
+	AppNamespace string   `json:"appNamespace"`
+	App          string   `json:"app"`
+	Extension    string   `json:"extension"`
+}
+
+// Answer is what Argo CD decided.
+type Answer struct {
+	// Refused is why Argo CD refused the whole policy (argocd-server does
+	// not start with it); no decisions then.
+	Refused   string     `json:"refused,omitempty"`
+	Builtin   string     `json:"builtin,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// Decision is the outcome of the extension proxy's two RBAC checks.
+type Decision struct {
+	ApplicationGet  bool `json:"applicationGet"`
+	ExtensionInvoke bool `json:"extensionInvoke"`
+}
+
+func main() {
+	log.SetOutput(io.Discard) // Argo CD logs every refused line and enforcement
+	if err := serve(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "argocdref:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(r io.Reader, w io.Writer) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	enc := json.NewEncoder(w)
+	for sc.Scan() {
+		var c Case
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return fmt.Errorf("read case: %w", err)
+		}
+		a, err := decide(&c)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+func decide(c *Case) (*Answer, error) {
+	if c.Builtin {
+		return &Answer{Builtin: assets.BuiltinPolicyCSV}, nil
+	}
+	enf, stop, refused, err := newEnforcer(c)
+	if err != nil || refused != "" {
+		return &Answer{Refused: refused}, err
+	}
+	defer stop()
+	a := &Answer{Decisions: make([]Decision, len(c.Requests))}
+	for i, r := range c.Requests {
+		a.Decisions[i] = extensionProxy(enf, r)
+	}
+	return a, nil
+}
+
+// extensionProxy makes the two checks of server/extension's authorize, with
+// the claims argocd-server puts in the request context.
+func extensionProxy(enf *rbac.Enforcer, r Request) Decision {
+	claims := jwt.MapClaims{"sub": r.Subject}
+	if r.Groups != nil {
+		groups := make([]any, len(r.Groups))
+		for i, g := range r.Groups {
+			groups[i] = g
+		}
+		claims["groups"] = groups
+	}
+	// As server/extension: the namespace header is passed as the default
+	// namespace too, so the object is always <project>/<name>.
+	appRBACName := security.RBACName(r.AppNamespace, r.Project, r.AppNamespace, r.App)
+	return Decision{
+		ApplicationGet:  enf.EnforceErr(claims, rbac.ResourceApplications, rbac.ActionGet, appRBACName) == nil,
+		ExtensionInvoke: enf.EnforceErr(claims, rbac.ResourceExtensions, rbac.ActionInvoke, r.Extension) == nil,
+	}
+}
+
+// newEnforcer wires the enforcer as server.NewServer and its RBAC policy
+// loader do: NewEnforcer on argocd-rbac-cm, the built-in policy, the claims
+// enforcer of server/rbacpolicy over the AppProjects, then RunPolicyLoader,
+// which reads policy.csv, policy.default and policy.matchMode from the
+// ConfigMap. A fake clientset serves the ConfigMap: nothing here can run a
+// kube-apiserver for each of thousands of policies, and the loader only gets
+// and watches that one object. argocd-server exits when the first load
+// fails; that is reported as refused.
+func newEnforcer(c *Case) (enf *rbac.Enforcer, stop func(), refused string, err error) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: common.ArgoCDRBACConfigMapName, Namespace: c.Namespace},
+		Data:       map[string]string{rbac.ConfigMapPolicyCSVKey: c.Policy},
+	}
+	if c.DefaultRole != "" {
+		cm.Data[rbac.ConfigMapPolicyDefaultKey] = c.DefaultRole
+	}
+	if c.MatchMode != "" {
+		cm.Data[rbac.ConfigMapMatchModeKey] = c.MatchMode
+	}
+	client := fake.NewClientset(cm)
+
+	enf = rbac.NewEnforcer(client, c.Namespace, common.ArgoCDRBACConfigMapName, nil)
+	enf.EnableEnforce(true)
+	if err := enf.SetBuiltinPolicy(assets.BuiltinPolicyCSV); err != nil {
+		return nil, nil, "", fmt.Errorf("built-in policy: %w", err)
+	}
+	policyEnf := rbacpolicy.NewRBACPolicyEnforcer(enf, projectLister(c.Namespace, c.Projects))
+	enf.SetClaimsEnforcerFunc(policyEnf.EnforceClaims)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	// The loader syncs the ConfigMap once, then runs an informer whose first
+	// event syncs it again: the second call of the callback means the first
+	// sync, policy included, is done.
+	synced := make(chan struct{}, 2)
+	done := make(chan error, 1)
+	go func() {
+		done <- enf.RunPolicyLoader(ctx, func(cm *corev1.ConfigMap) error {
+			policyEnf.SetScopes(nil) // no scopes key: Argo CD's default, groups
+			synced <- struct{}{}
+			return nil
+		})
+	}()
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for n := 0; n < 2; {
+		select {
+		case <-synced:
+			n++
+		case err := <-done:
+			cancel()
+			if err == nil {
+				err = errors.New("policy loader stopped")
+			}
+			return nil, nil, err.Error(), nil
+		case <-timeout.C:
+			cancel()
+			return nil, nil, "", errors.New("policy loader did not sync within a minute")
+		}
+	}
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "argocdref: policy loader:", err)
+		}
+	}
+	return enf, stop, "", nil
+}
+
+func projectLister(namespace string, names []string) applister.AppProjectNamespaceLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, n := range names {
+		_ = idx.Add(&v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: namespace}})
+	}
+	return applister.NewAppProjectLister(idx).AppProjects(namespace)
+}

@@ -1,0 +1,112 @@
+package casbindiff
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// The messages of test/argocdref (its Case, Request, Answer and Decision).
+type argoCase struct {
+	Builtin     bool          `json:"builtin,omitempty"`
+	Policy      string        `json:"policy"`
+	DefaultRole string        `json:"defaultRole,omitempty"`
+	MatchMode   string        `json:"matchMode,omitempty"`
+	Namespace   string        `json:"namespace"`
+	Projects    []string      `json:"projects"`
+	Requests    []argoRequest `json:"requests"`
+}
+
+type argoRequest struct {
+	Subject      string   `json:"subject"`
+	Groups       []string `json:"groups,omitempty"`
+	Project      string   `json:"project"`
+	AppNamespace string   `json:"appNamespace"`
+	App          string   `json:"app"`
+	Extension    string   `json:"extension"`
+}
+
+type argoAnswer struct {
+	Refused   string `json:"refused,omitempty"`
+	Builtin   string `json:"builtin,omitempty"`
+	Decisions []struct {
+		ApplicationGet  bool `json:"applicationGet"`
+		ExtensionInvoke bool `json:"extensionInvoke"`
+	} `json:"decisions,omitempty"`
+}
+
+// oracle is a running test/argocdref process.
+type oracle struct {
+	mu  sync.Mutex
+	in  io.WriteCloser
+	out *bufio.Scanner
+	cmd *exec.Cmd
+}
+
+var (
+	oracleOnce sync.Once
+	theOracle  *oracle
+	oracleErr  error
+)
+
+// argoCD returns the shared Argo CD process: $GATEHOUSE_ARGOCDREF (a built
+// test/argocdref), or `go run` of test/argocdref, which builds it the first
+// time and then starts the cached executable.
+func argoCD(t *testing.T) *oracle {
+	t.Helper()
+	oracleOnce.Do(func() { theOracle, oracleErr = startOracle() })
+	if oracleErr != nil {
+		t.Fatal(oracleErr)
+	}
+	return theOracle
+}
+
+func startOracle() (*oracle, error) {
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = filepath.Join("..", "argocdref")
+	if bin := os.Getenv("GATEHOUSE_ARGOCDREF"); bin != "" {
+		cmd = exec.Command(bin)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start test/argocdref (Argo CD's enforcer): %w", err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	return &oracle{in: in, out: sc, cmd: cmd}, nil
+}
+
+func (o *oracle) ask(t *testing.T, c argoCase) argoAnswer {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.in.Write(append(b, '\n')); err != nil {
+		t.Fatalf("send to argocdref: %v", err)
+	}
+	if !o.out.Scan() {
+		t.Fatalf("argocdref stopped (its build or run failed: see above): %v", o.out.Err())
+	}
+	var a argoAnswer
+	if err := json.Unmarshal(o.out.Bytes(), &a); err != nil {
+		t.Fatalf("argocdref answer: %v", err)
+	}
+	return a
+}

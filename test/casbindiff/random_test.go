@@ -1,0 +1,123 @@
+package casbindiff
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRandomPoliciesAgreeWithArgoCD compares random policies built from the
+// pieces that matter: subjects of every kind, g line chains, resources,
+// actions and objects with globs (or regular expressions), every effect,
+// now and then a line Argo CD refuses. The seed is printed; run one again
+// with GATEHOUSE_CASBINDIFF_SEED, and more with GATEHOUSE_CASBINDIFF_N.
+func TestRandomPoliciesAgreeWithArgoCD(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GATEHOUSE_CASBINDIFF_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("GATEHOUSE_CASBINDIFF_SEED: %v", err)
+		}
+	}
+	n := 40
+	if s := os.Getenv("GATEHOUSE_CASBINDIFF_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("GATEHOUSE_CASBINDIFF_N: %v", err)
+		}
+	}
+	t.Logf("seed %d (GATEHOUSE_CASBINDIFF_SEED=%d reproduces it), %d policies", seed, seed, n)
+	o := argoCD(t)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	var total outcome
+	for i := 0; i < n; i++ {
+		c := randomPolicy(rng, i)
+		t.Run(c.name, func(t *testing.T) {
+			out := compare(t, o, c, everyone)
+			total.requests += out.requests
+			total.allowed += out.allowed
+			total.stricter += out.stricter
+		})
+		if t.Failed() {
+			t.Fatalf("seed %d: policy %d fails; GATEHOUSE_CASBINDIFF_SEED=%d reproduces it", seed, i, seed)
+		}
+	}
+	t.Logf("%d requests: Argo CD allows %d; Gatehouse denies %d of those, each explained by the report", total.requests, total.allowed, total.stricter)
+}
+
+func pick[T any](rng *rand.Rand, list ...T) T { return list[rng.IntN(len(list))] }
+
+var (
+	randomUsers  = []string{"alice", "bob", "carol", "dave", "admin", "erin", "proj:team-a:ci", "proj:team-b:deploy", "role:admin", ""}
+	randomGroups = []string{"dev", "ops", "team-a", "my-org:team-b", "contractors", ""}
+	randomRoles  = []string{"role:r0", "role:r1", "role:r2", "role:r3", "role:r4", "role:readonly", "role:admin", ""}
+	resources    = []string{"applications", "extensions", "*", "app*", "ext*", "", "Applications", "logs", "[", "*s"}
+	actions      = []string{"get", "invoke", "*", "g?t", "", "GET", "in*", "sync", `"{get,invoke}"`}
+	globObjects  = []string{"*", "*/*", "team-a/*", "team-b/secret-*", "*/team-a-ns/*", "team-?/*", "*-db", "", "[unclosed",
+		"metrics", "metrics*", "*s", "team-a/guestbook", "*/guestbook", `\*`, "t*a/*", "*/*/*", "team-a/team-a-ns/*",
+		"team-[ab]/*", "*/[!s]*", `"{team-a,default}/*"`, `"{metrics,logs}"`, "h?tpbin", "team-b*", "*a*"}
+	regexObjects = []string{".*", "^team-a/.*$", "metrics", "^metrics$", "team-(a|b)/.*", "(", "^.+/guestbook$", "s?ecret",
+		"(?i)METRICS", "a+", "", "^team-b/", "logs$", "[a-m]etrics", "^[^/]+/api$", "."}
+	effects = []string{"allow", "allow", "allow", "deny", "deny", "Allow", "maybe"}
+)
+
+func randomPolicy(rng *rand.Rand, i int) policyCase {
+	c := policyCase{name: fmt.Sprintf("policy %d", i), random: true}
+	if rng.IntN(4) == 0 {
+		c.defaultRole = pick(rng, "role:readonly", "role:r0", "role:r1")
+	}
+	objects := globObjects
+	if rng.IntN(5) == 0 {
+		c.matchMode, objects = "regex", regexObjects
+	}
+	subjectOf := func() string {
+		switch rng.IntN(3) {
+		case 0:
+			return pick(rng, randomUsers...)
+		case 1:
+			return pick(rng, randomGroups...)
+		}
+		return pick(rng, randomRoles...)
+	}
+	var lines []string
+	for j, n := 0, 4+rng.IntN(16); j < n; j++ {
+		switch rng.IntN(10) {
+		case 0, 1, 2:
+			lines = append(lines, fmt.Sprintf("g, %s, %s", subjectOf(), pick(rng, randomRoles...)))
+		case 3:
+			// A chain of role:c<k> from a subject, long enough to pass casbin's limit now and then.
+			from, hops := subjectOf(), 8+rng.IntN(5)
+			for k := 1; k <= hops; k++ {
+				lines = append(lines, fmt.Sprintf("g, %s, role:c%d", from, k))
+				from = fmt.Sprintf("role:c%d", k)
+			}
+			lines = append(lines, fmt.Sprintf("g, %s, %s", from, pick(rng, randomRoles...)))
+		default:
+			res, act := pick(rng, resources...), pick(rng, actions...)
+			switch rng.IntN(5) {
+			case 0, 1:
+				res, act = "applications", "get"
+			case 2, 3:
+				res, act = "extensions", "invoke"
+			}
+			lines = append(lines, fmt.Sprintf("p, %s, %s, %s, %s, %s", subjectOf(), res, act, pick(rng, objects...), pick(rng, effects...)))
+		}
+	}
+	// Broad grants now and then, so that Argo CD allows enough requests for
+	// the deny rules, chains and confinement to matter.
+	for _, grant := range []string{"applications, get, */*", "extensions, invoke, *"} {
+		for k := rng.IntN(3); k > 0; k-- {
+			lines = append(lines, fmt.Sprintf("p, %s, %s, allow", subjectOf(), grant))
+		}
+	}
+	if rng.IntN(15) == 0 {
+		lines = append(lines, pick(rng, "g, bob, role:r0, extra", "p, bob, extensions, invoke, *", "x, y"))
+	}
+	rng.Shuffle(len(lines), func(a, b int) { lines[a], lines[b] = lines[b], lines[a] })
+	c.csv = strings.Join(lines, "\n")
+	return c
+}

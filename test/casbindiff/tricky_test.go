@@ -1,0 +1,130 @@
+package casbindiff
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/policies/casbin"
+)
+
+// The built-in policy the importer assumes is Argo CD's.
+func TestBuiltinPolicyIsArgoCDs(t *testing.T) {
+	ans := argoCD(t).ask(t, argoCase{Builtin: true})
+	var lines []string
+	for _, l := range strings.Split(ans.Builtin, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if got, want := casbin.BuiltinPolicy, strings.Join(lines, "\n")+"\n"; got != want {
+		t.Errorf("casbin.BuiltinPolicy differs from Argo CD's assets/builtin-policy.csv (comments left out):\n%s", want)
+	}
+}
+
+var (
+	inCP     = app{"team-a", controlPlane, "guestbook"}
+	outCP    = app{"team-a", "team-a-ns", "api"}
+	teamBApp = app{"team-b", controlPlane, "secret-db"}
+)
+
+// chain is a g line chain of n hops from alice to role:top, which may
+// invoke every extension and view every Application.
+func chain(n int) string {
+	var b strings.Builder
+	prev := "alice"
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "g, %s, role:c%d\n", prev, i)
+		prev = fmt.Sprintf("role:c%d", i)
+	}
+	fmt.Fprintf(&b, "g, %s, role:top\np, role:top, applications, get, */*, allow\np, role:top, extensions, invoke, *, allow\n", prev)
+	return b.String()
+}
+
+const viewAll = "p, role:view, applications, get, */*, allow\n"
+
+// Policies that once made the import disagree with Argo CD, and the corners
+// of casbin and of Argo CD's enforcer around them.
+var tricky = []policyCase{
+	{name: "empty extension object", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, , allow",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "empty applications object", csv: "p, alice, applications, get, , allow\np, alice, extensions, invoke, *, allow",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "empty-object deny blocks nothing", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, , deny\np, alice, applications, get, , deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "empty resource and action", csv: viewAll + "g, alice, role:view\np, alice, , invoke, *, allow\np, alice, extensions, , *, allow"},
+	{name: "project token stays in its project", csv: "p, proj:team-a:ci, applications, get, */*, allow\np, proj:team-a:ci, extensions, invoke, *, allow",
+		pins: []pin{
+			{user: "proj:team-a:ci", app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "proj:team-a:ci", app: outCP, ext: "metrics", argo: true, our: true},
+			{user: "proj:team-a:ci", app: teamBApp, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "project token through a role", csv: "g, proj:team-a:ci, role:ci\np, role:ci, applications, get, team-*/*, allow\np, role:ci, extensions, invoke, metrics, allow\ng, bob, role:ci",
+		pins: []pin{
+			{user: "proj:team-a:ci", app: teamBApp, ext: "metrics", argo: false, our: false},
+			{user: "bob", app: teamBApp, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "project token, default role still applies", defaultRole: "role:readonly", csv: "p, proj:team-a:ci, extensions, invoke, *, allow",
+		pins: []pin{{user: "proj:team-a:ci", app: teamBApp, ext: "metrics", argo: true, our: true}}},
+	{name: "project token, odd subjects", csv: "p, proj:team-a:ci:x, applications, get, */*, allow\np, proj:team-a:ci:x, extensions, invoke, *, allow\np, proj:team-*:ci, applications, get, */*, allow\np, proj:team-*:ci, extensions, invoke, *, allow"},
+	{name: "chain of 9 hops", csv: chain(9), pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "chain of 10 hops", csv: chain(10), pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "chain of 11 hops", csv: chain(11), pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "chain of 11 hops with a shortcut", csv: chain(11) + "g, alice, role:c5"},
+	{name: "cycle", csv: "g, alice, role:a\ng, role:a, role:b\ng, role:b, role:a\np, role:b, applications, get, */*, allow\np, role:b, extensions, invoke, *, allow"},
+	{name: "empty subject grants everyone", csv: viewAll + "g, bob, role:view\ng, alice, role:view\np, , extensions, invoke, metrics, allow",
+		pins: []pin{{user: "bob", app: inCP, ext: "metrics", argo: true, our: true}, {user: "bob", app: inCP, ext: "logs", argo: false, our: false}}},
+	{name: "empty group name binds everyone", csv: "g, , role:x\np, role:x, extensions, invoke, httpbin, allow\np, role:x, applications, get, team-a/*, allow",
+		pins: []pin{{user: "zed", app: inCP, ext: "httpbin", argo: true, our: true}}},
+	{name: "empty subject escapes a project token's project", csv: "p, , applications, get, */*, allow\np, , extensions, invoke, *, allow",
+		pins: []pin{{user: "proj:team-a:ci", app: teamBApp, ext: "metrics", argo: true, our: true}}},
+	{name: "empty subject and default role, deny in one", defaultRole: "role:readonly", csv: "p, , extensions, invoke, *, allow\np, role:readonly, extensions, invoke, logs, deny"},
+	{name: "member holds the empty role", csv: "g, alice, \np, , applications, get, */*, deny\np, alice, applications, get, */*, allow\np, alice, extensions, invoke, *, allow\np, , extensions, invoke, metrics, allow"},
+	{name: "g line with four fields", refused: true, csv: "g, bob, role:dev, extra\np, bob, extensions, invoke, *, allow\np, bob, applications, get, */*, allow"},
+	{name: "p line with five fields", refused: true, csv: "p, bob, extensions, invoke, *\np, bob, applications, get, */*, allow"},
+	{name: "unknown line type", refused: true, csv: "p2, bob, extensions, invoke, *, allow\n, bob, x"},
+	{name: "not CSV", refused: true, csv: "p, \"bob, extensions, invoke, *, allow"},
+	{name: "model lines", csv: "r, a, b, c\ne, x\nm, y\np, alice, extensions, invoke, *, allow\np, alice, applications, get, */*, allow"},
+	{name: "two-part deny outside the control-plane namespace", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, applications, get, team-a/api, deny",
+		pins: []pin{{user: "alice", app: outCP, ext: "metrics", argo: false, our: false}}},
+	{name: "three-part allow", csv: "p, alice, applications, get, */team-a-ns/*, allow\np, alice, extensions, invoke, *, allow",
+		pins: []pin{{user: "alice", app: outCP, ext: "metrics", argo: false, our: false}}},
+	{name: "three-part deny", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, applications, get, team-a/team-a-ns/*, deny",
+		pins: []pin{{user: "alice", app: outCP, ext: "metrics", argo: true, our: false}}},
+	{name: "globs spanning the slash", csv: "p, alice, applications, get, team-a*, allow\np, alice, applications, get, *b/secret*, allow\np, bob, applications, get, *-*, allow\np, carol, applications, get, t?am-?/?pi, allow\np, dave, applications, get, \"{team-a/guest,default/prod}*\", allow\np, role:ext, extensions, invoke, *, allow\ng, alice, role:ext\ng, bob, role:ext\ng, carol, role:ext\ng, dave, role:ext"},
+	{name: "classes and escapes", csv: "p, alice, applications, get, team-[ab]/*, allow\np, alice, applications, get, team-b/[!s]*, deny\np, alice, extensions, invoke, [hm]*, allow\np, bob, applications, get, \\*/*, allow\np, bob, extensions, invoke, *s, allow"},
+	{name: "invalid globs", csv: "p, alice, applications, get, team-[a/*, allow\np, alice, extensions, invoke, metrics{, allow\np, alice, applications, get, */*, allow\np, alice, extensions, invoke, logs, allow\np, alice, extensions, invoke, [, deny"},
+	{name: "deny precedence per subject", csv: viewAll + "g, dev, role:view\ng, ops, role:view\np, dev, extensions, invoke, *, allow\np, ops, extensions, invoke, metrics, deny\np, carol, extensions, invoke, metrics, deny\np, bob, extensions, invoke, httpbin, deny",
+		pins: []pin{
+			{user: "carol", groups: []string{"ops", "dev"}, app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "bob", groups: []string{"dev"}, app: inCP, ext: "httpbin", argo: true, our: true},
+		}},
+	{name: "deny in the same subject", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\ng, alice, role:no-metrics\np, role:no-metrics, extensions, invoke, metrics, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "group without a g line", csv: "p, dev, applications, get, */*, allow\np, dev, extensions, invoke, *, allow",
+		pins: []pin{{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "default role", defaultRole: "role:readonly", csv: "p, role:readonly, extensions, invoke, metrics, allow\np, role:readonly, applications, get, team-b/*, deny",
+		pins: []pin{{user: "zed", app: inCP, ext: "metrics", argo: true, our: true}, {user: "zed", app: teamBApp, ext: "metrics", argo: false, our: false}}},
+	{name: "default role that inherits", defaultRole: "role:base", csv: "g, role:base, role:readonly\np, role:base, extensions, invoke, httpbin, allow"},
+	{name: "admin", csv: "p, role:admin, extensions, invoke, *, allow"},
+	{name: "case", csv: "p, alice, Applications, get, */*, allow\np, alice, applications, GET, */*, allow\np, alice, extensions, invoke, METRICS, allow\np, alice, extensions, invoke, *, Allow\np, bob, applications, get, */*, allow\np, bob, extensions, invoke, *, allow\np, bob, extensions, invoke, *, Deny"},
+	{name: "wildcards in resource and action", csv: "p, alice, *, *, *, allow\np, bob, app*, g?t, */*, allow\np, bob, ext*, *, metrics, allow\np, carol, *, *, team-a/*, allow"},
+	{name: "role names as users and groups", csv: "g, role:admin, role:extra\np, role:extra, extensions, invoke, *, allow\ng, role:dev, role:admin"},
+	{name: "spaces and quotes", csv: "p, alice , applications, get, */*, allow\np, alice, extensions, invoke, metrics , allow\np, \"alice\", extensions, invoke, \"httpbin\", allow\np, alice, applications, get, */*, allow\np, alice, extensions, invoke, logs, allow "},
+	{name: "regex mode", matchMode: "regex", csv: "p, alice, applications, get, ^team-a/.*$, allow\np, alice, extensions, invoke, ^metrics$, allow\np, bob, applications, get, .*, allow\np, bob, extensions, invoke, met, allow\np, carol, applications, get, team-(a|b)/.+, allow\np, carol, extensions, invoke, ^(logs|httpbin)$, allow\np, carol, applications, get, ^team-b/secret, deny"},
+	{name: "regex mode, empty object matches everything", matchMode: "regex", csv: "p, alice, applications, get, , allow\np, alice, extensions, invoke, , allow",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "regex mode, expressions with no glob", matchMode: "regex", csv: "p, alice, applications, get, .*, allow\np, alice, extensions, invoke, (?i)METRICS, allow\np, alice, extensions, invoke, l+ogs, allow\np, bob, applications, get, .*, allow\np, bob, extensions, invoke, .*, allow\np, bob, applications, get, team-a/a+pi, deny"},
+	{name: "regex mode, bad expressions", matchMode: "regex", csv: "p, alice, applications, get, .*, allow\np, alice, extensions, invoke, .*, allow\np, alice, extensions, invoke, metrics(, allow\np, bob, applications, get, .*, allow\np, bob, extensions, invoke, .*, allow\np, bob, applications, get, team-b/(, allow\np, carol, (, get, .*, allow\np, carol, applications, get, .*, allow\np, carol, extensions, invoke, .*, allow\np, dave, applications, get, .*, allow\np, dave, extensions, invoke, .*, allow",
+		pins: []pin{{user: "dave", app: inCP, ext: "metrics", argo: true, our: true}}},
+}
+
+func TestImportAgreesWithArgoCD(t *testing.T) {
+	o := argoCD(t)
+	for _, c := range tricky {
+		t.Run(c.name, func(t *testing.T) {
+			out := compare(t, o, c, everyone)
+			t.Logf("%d requests: Argo CD allows %d, Gatehouse denies %d of them (reported)", out.requests, out.allowed, out.stricter)
+		})
+	}
+}
