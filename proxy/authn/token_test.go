@@ -122,21 +122,24 @@ func TestParseShape(t *testing.T) {
 	}
 }
 
+// claimSetSeeds are claim sets, valid and not, that start the fuzzers off.
+var claimSetSeeds = []string{
+	`{"iss":"argocd","sub":"alice:login","iat":1772362800,"exp":1772445600,"jti":"j"}`,
+	" {\n \"iss\" : \"argo\\u0063d\" , \"sub\":\"a\\\"b\", \"exp\" : 1.7724456e9 }\n",
+	`{"iss":"evil","iss":"argocd"}`,
+	`{"gr\u006fups":["a"],"groups":"b"}`,
+	`{"aud":["x","y"],"federated_claims":{"user_id":"u","nested":[{"a":"}"},"]\\"]}}`,
+	`{"a":true,"b":false,"c":null,"d":-0.5e-3,"e":[],"f":{}}`,
+	"{\"\xff\":1}",
+	`{}`, `[]`, `null`, `{"a":1} x`, `{"a":}`, `{"a":1,}`,
+	"{}\f", // form feed: space to bytes.TrimSpace, not to JSON
+}
+
 // FuzzClaimSet holds claimSet, which splits a claim set itself, to what
 // encoding/json makes of it as a map[string]json.RawMessage: the same
 // refusals, the same names and the same raw values.
 func FuzzClaimSet(f *testing.F) {
-	for _, s := range []string{
-		`{"iss":"argocd","sub":"alice:login","iat":1772362800,"exp":1772445600,"jti":"j"}`,
-		" {\n \"iss\" : \"argo\\u0063d\" , \"sub\":\"a\\\"b\", \"exp\" : 1.7724456e9 }\n",
-		`{"iss":"evil","iss":"argocd"}`,
-		`{"gr\u006fups":["a"],"groups":"b"}`,
-		`{"aud":["x","y"],"federated_claims":{"user_id":"u","nested":[{"a":"}"},"]\\"]}}`,
-		`{"a":true,"b":false,"c":null,"d":-0.5e-3,"e":[],"f":{}}`,
-		"{\"\xff\":1}",
-		`{}`, `[]`, `null`, `{"a":1} x`, `{"a":}`, `{"a":1,}`,
-		"{}\f", // form feed: space to bytes.TrimSpace, not to JSON
-	} {
+	for _, s := range claimSetSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
@@ -166,17 +169,7 @@ func FuzzClaimSet(f *testing.F) {
 // it is not a JSON object or a registered claim has the wrong type or range,
 // and otherwise every registered claim reads the same.
 func FuzzParseClaims(f *testing.F) {
-	for _, s := range []string{
-		`{"iss":"argocd","sub":"alice:login","iat":1772362800,"exp":1772445600,"jti":"j"}`,
-		" {\n \"iss\" : \"argo\\u0063d\" , \"sub\":\"a\\\"b\", \"exp\" : 1.7724456e9 }\n",
-		`{"iss":"evil","iss":"argocd"}`,
-		`{"gr\u006fups":["a"],"groups":"b"}`,
-		`{"aud":["x","y"],"federated_claims":{"user_id":"u","nested":[{"a":"}"},"]\\"]}}`,
-		`{"a":true,"b":false,"c":null,"d":-0.5e-3,"e":[],"f":{}}`,
-		"{\"\xff\":1}",
-		`{}`, `[]`, `null`, `{"a":1} x`, `{"a":}`, `{"a":1,}`,
-		"{}\f", // form feed: space to bytes.TrimSpace, not to JSON
-	} {
+	for _, s := range claimSetSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
