@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"math/big"
 )
 
 // The asymmetric algorithms Gatehouse verifies for SSO tokens (RFC 7518 §3,
@@ -20,22 +19,16 @@ var asymmetricAlgorithms = []string{
 	"EdDSA",
 }
 
-// algHash is the digest each asymmetric algorithm signs.
-func algHash(alg string) crypto.Hash {
-	switch alg {
-	case "RS256", "PS256", "ES256":
-		return crypto.SHA256
-	case "RS384", "PS384", "ES384":
-		return crypto.SHA384
-	case "RS512", "PS512", "ES512":
-		return crypto.SHA512
-	}
-	return 0
-}
+// localAlgorithm is the one algorithm Argo CD signs its own tokens with
+// (util/session SessionManager.signClaims).
+const localAlgorithm = "HS256"
 
 // keyFits says whether key may verify alg. The key's type decides, never the
 // token: an RSA key verifies only RS*/PS*, an EC key only the ES* of its own
-// curve, an Ed25519 key only EdDSA.
+// curve, an Ed25519 key only EdDSA. golang-jwt refuses a key of the wrong
+// type as well, but not an EC key of the wrong curve; and choosing first
+// means a token is tried only against keys that can have signed it, and a
+// mismatch is reported as such.
 func keyFits(alg string, key crypto.PublicKey) bool {
 	switch k := key.(type) {
 	case *rsa.PublicKey:
@@ -61,42 +54,4 @@ func ecCurveFor(alg string) elliptic.Curve {
 		return elliptic.P521()
 	}
 	return nil
-}
-
-// verifySignature reports whether sig is alg's signature of input under key.
-// Callers have already checked keyFits; a mismatch here is simply false.
-func verifySignature(alg string, key crypto.PublicKey, input, sig []byte) bool {
-	if alg == "EdDSA" {
-		k, ok := key.(ed25519.PublicKey)
-		return ok && len(sig) == ed25519.SignatureSize && ed25519.Verify(k, input, sig)
-	}
-	h := algHash(alg)
-	if h == 0 {
-		return false
-	}
-	hasher := h.New()
-	hasher.Write(input)
-	digest := hasher.Sum(nil)
-
-	switch k := key.(type) {
-	case *rsa.PublicKey:
-		switch alg[:2] {
-		case "RS":
-			return rsa.VerifyPKCS1v15(k, h, digest, sig) == nil
-		case "PS":
-			// RFC 7518 §3.5: the salt is as long as the hash.
-			return rsa.VerifyPSS(k, h, digest, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: h}) == nil
-		}
-	case *ecdsa.PublicKey:
-		// JWS carries R||S, each padded to the curve's byte size (RFC 7518
-		// §3.4), not the ASN.1 form crypto/ecdsa signs by default.
-		size := (k.Curve.Params().BitSize + 7) / 8
-		if ecCurveFor(alg) != k.Curve || len(sig) != 2*size {
-			return false
-		}
-		r := new(big.Int).SetBytes(sig[:size])
-		s := new(big.Int).SetBytes(sig[size:])
-		return ecdsa.Verify(k, digest, r, s)
-	}
-	return false
 }

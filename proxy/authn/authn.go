@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Defaults, each matching what Argo CD does when it is not configured.
@@ -187,6 +189,9 @@ type state struct {
 	groupsClaims []string
 	leeway       time.Duration
 	cache        *cache
+	// parser decodes tokens, accepting only the algorithms some trusted
+	// issuer accepts; nil when no issuer is trusted.
+	parser *jwt.Parser
 }
 
 // New validates cfg and returns an Authenticator for it. It does no network
@@ -253,8 +258,10 @@ func (a *Authenticator) build(cfg Config, prev *state) (*state, error) {
 		st.groupsClaims = DefaultGroupsClaims()
 	}
 	localIssuer := cmp.Or(cfg.LocalIssuer, DefaultLocalIssuer)
+	var algorithms []string
 	if len(cfg.LocalSecretKey) > 0 {
 		st.local = newLocalVerifier(localIssuer, cfg.LocalSecretKey)
+		algorithms = append(algorithms, localAlgorithm)
 	}
 	if cfg.OIDC != nil {
 		var prevKeys *keySource
@@ -266,6 +273,10 @@ func (a *Authenticator) build(cfg Config, prev *state) (*state, error) {
 			return nil, fmt.Errorf("authn: OIDC issuer %q: %w", cfg.OIDC.Issuer, err)
 		}
 		st.oidc = o
+		algorithms = append(algorithms, o.algorithmNames...)
+	}
+	if len(algorithms) > 0 {
+		st.parser = newParser(algorithms)
 	}
 	return st, nil
 }
@@ -316,6 +327,7 @@ func (a *Authenticator) buildOIDC(c OIDCConfig, localIssuer string, prevKeys *ke
 		audiences:            slices.Clone(c.Audiences),
 		skipAudienceWhenNone: c.SkipAudienceCheckWhenTokenHasNoAudience,
 		algorithms:           allowed,
+		algorithmNames:       slices.Clone(algs),
 		algorithmList:        strings.Join(algs, ", "),
 		usernameClaims:       slices.Clone(c.UsernameClaims),
 	}
@@ -383,9 +395,8 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (*Identity, erro
 }
 
 func (a *Authenticator) verify(ctx context.Context, st *state, raw string, now time.Time) (*Identity, error) {
-	t, err := parse(raw)
-	if err != nil {
-		return nil, err
+	if st.parser == nil {
+		return nil, st.wrongIssuer("")
 	}
-	return st.verify(ctx, t, now)
+	return st.verify(ctx, raw, now)
 }

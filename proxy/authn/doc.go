@@ -10,12 +10,15 @@
 // The token comes from Argo CD's argocd.token cookie (joined when Argo CD split
 // it over several cookies) or from an Authorization: Bearer header.
 //
-// The verifier is deliberately small and uses only the standard library. The
-// issuer claim chooses the key material and each issuer has its own algorithm
-// allow-list, so "none" is never accepted and a public key is never used as an
-// HMAC secret. Expiry has no leeway; not-before has a configurable one.
-// Verified tokens are cached by SHA-256 until they expire, and the cache is
-// dropped whenever the configuration changes.
+// Signatures are verified and tokens decoded by golang-jwt (the library Argo
+// CD verifies its own tokens with), and JWKS keys are parsed by go-jose (the
+// one go-oidc, and so Argo CD's SSO, builds on). What is Argo CD's own stays
+// here: the issuer claim chooses the key material and each issuer has its own
+// algorithm allow-list, so "none" is never accepted and a public key is never
+// used as an HMAC secret; the JWKS fetch is ours, rate-limited and bounded.
+// Expiry has no leeway; not-before has a configurable one. Verified tokens
+// are cached by SHA-256 until they expire, and the cache is dropped whenever
+// the configuration changes.
 //
 // A signature cannot show that Argo CD has since disabled an account, deleted
 // an API key or project token, or seen a password change. Config.LocalChecker

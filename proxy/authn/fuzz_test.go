@@ -2,7 +2,9 @@ package authn
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +46,28 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 
+	st := a.state.Load()
+	allowed := append([]string{"HS256"}, asymmetricAlgorithms...)
+	stop := newError(ErrUnknownKey, "stop")
+
 	f.Fuzz(func(t *testing.T, s string) {
-		if tok, err := parse(s); err == nil {
-			if !strings.HasPrefix(s, string(tok.signingInput)+".") {
-				t.Fatalf("signing input %q is not the token's prefix", tok.signingInput)
+		// parse hands keyFor only tokens in one spelling, with an allowed
+		// algorithm and readable claims; it refuses everything else as
+		// malformed or for its algorithm.
+		var unexpected *errUnexpectedAlgorithm
+		_, err := parse(s, st.parser, func(tok *token) (any, error) {
+			if !slices.Contains(allowed, tok.alg) {
+				t.Fatalf("key asked for algorithm %q", tok.alg)
 			}
-		} else if !errors.Is(err, ErrMalformed) {
-			t.Fatalf("parse error %v is not ErrMalformed", err)
+			for part := range strings.SplitSeq(s, ".") {
+				if b, err := base64.RawURLEncoding.DecodeString(part); err != nil || enc(b) != part {
+					t.Fatalf("key asked for %q, whose part %q is not in canonical base64url", s, part)
+				}
+			}
+			return nil, stop
+		})
+		if !errors.Is(err, stop) && !errors.Is(err, ErrMalformed) && !errors.As(err, &unexpected) {
+			t.Fatalf("parse error %v is neither ErrMalformed nor an algorithm refusal", err)
 		}
 
 		id, err := a.Verify(context.Background(), s)

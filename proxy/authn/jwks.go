@@ -3,17 +3,12 @@ package authn
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -49,44 +46,49 @@ type keySet struct {
 	source  string // the JWKS URL, for messages
 }
 
-// verify checks t's signature against the set. It returns ErrUnknownKey when
-// the set has no key the token could be signed with, ErrAlgorithm when the
-// named key cannot produce the token's algorithm, and ErrBadSignature when
-// fitting keys exist but none verifies.
-func (s *keySet) verify(t *token) error {
-	alg, kid := t.header.Alg, t.header.Kid
-	var fitting, named []publicKey
+// keysFor returns the keys of the set that t may have been signed with, for
+// golang-jwt to try. It returns ErrUnknownKey when the set has no key the
+// token could be signed with, and ErrAlgorithm when the named key cannot
+// produce the token's algorithm.
+func (s *keySet) keysFor(t *token) (any, error) {
+	alg, kid := t.alg, t.kid
+	var fitting []jwt.VerificationKey
+	named := 0
 	for _, k := range s.keys {
 		if kid != "" && k.kid != kid {
 			continue
 		}
-		named = append(named, k)
+		named++
 		if keyFits(alg, k.key) && (k.alg == "" || k.alg == alg) {
-			fitting = append(fitting, k)
+			fitting = append(fitting, k.key)
 		}
 	}
 	switch {
-	case kid != "" && len(named) == 0:
-		return newError(ErrUnknownKey, "token is signed by a key (kid %s) that the issuer does not publish (keys fetched %s): "+
+	case kid != "" && named == 0:
+		return nil, newError(ErrUnknownKey, "token is signed by a key (kid %s) that the issuer does not publish (keys fetched %s): "+
 			"sign in again; if you signed in moments ago, retry shortly", quote(kid), stamp(s.fetched))
 	case len(fitting) == 0 && kid != "":
-		return newError(ErrAlgorithm, "token algorithm %s does not match the issuer's key %s", quote(alg), quote(kid))
+		return nil, newError(ErrAlgorithm, "token algorithm %s does not match the issuer's key %s", quote(alg), quote(kid))
 	case len(fitting) == 0:
-		return newError(ErrUnknownKey, "token names no key (kid) and the issuer publishes no %s key: sign in again", quote(alg))
+		return nil, newError(ErrUnknownKey, "token names no key (kid) and the issuer publishes no %s key: sign in again", quote(alg))
 	}
-	for _, k := range fitting {
-		if verifySignature(alg, k.key, t.signingInput, t.signature) {
-			return nil
-		}
-	}
-	return newError(ErrBadSignature, "token signature does not verify with the issuer's published keys: "+
-		"the token was altered or was not issued by this issuer; sign in again")
+	return jwt.VerificationKeySet{Keys: fitting}, nil
 }
 
 // keySource fetches, caches and refreshes one issuer's keys. Fetches are
 // shared (singleflight) and spaced by minRefresh, so a stream of tokens with
 // made-up kids costs the issuer at most one request per interval. A failed
 // refresh keeps the last good set.
+//
+// go-oidc's RemoteKeySet (v3.21) does not fit: it fetches again for every
+// token whose kid or signature does not match, with no interval (one request
+// per forged token); it reads responses without a size limit and quotes them
+// in errors; it fetches with the context it was created with, not the
+// request's, so only an HTTP client timeout bounds a fetch; it refuses the
+// whole set for one malformed key; and it verifies with any key of the set,
+// encryption and 1024-bit keys included. Its discovery (NewProvider) reads
+// the document once and unbounded; here discovery runs on every refresh, so
+// a moved jwks_uri is followed.
 type keySource struct {
 	issuer     string
 	jwksURL    string       // empty: found by OIDC discovery on every refresh
@@ -330,125 +332,72 @@ func checkURL(raw string, allowHTTP bool) error {
 	return fmt.Errorf("%q must use https", raw)
 }
 
-// jwk is the subset of RFC 7517/7518/8037 Gatehouse reads.
-type jwk struct {
-	Kty    string   `json:"kty"`
-	Kid    string   `json:"kid"`
-	Use    string   `json:"use"`
-	Alg    string   `json:"alg"`
-	KeyOps []string `json:"key_ops"`
-	N      string   `json:"n"`
-	E      string   `json:"e"`
-	Crv    string   `json:"crv"`
-	X      string   `json:"x"`
-	Y      string   `json:"y"`
-	D      string   `json:"d"`
+// jwkMeta is what parseJWK reads of a key besides what go-jose does: key_ops
+// (go-jose's JSONWebKey has no field for it), the type and curve for
+// messages, and whether private members are present, which go-jose's
+// JSONWebKey.UnmarshalJSON would otherwise parse into a private key.
+type jwkMeta struct {
+	Kty    string          `json:"kty"`
+	Crv    string          `json:"crv"`
+	KeyOps []string        `json:"key_ops"`
+	D      json.RawMessage `json:"d"`
+	P      json.RawMessage `json:"p"`
+	Q      json.RawMessage `json:"q"`
 }
 
-// parseJWK turns one JWKS entry into a verification key, refusing what must
-// not be used for verifying signatures: encryption keys, keys whose alg is
-// not one we accept or does not fit the key type, weak RSA keys, points not
-// on their curve, and private keys published by mistake.
+// parseJWK turns one JWKS entry into a verification key with go-jose,
+// refusing what must not verify signatures: encryption keys, symmetric and
+// private keys, keys whose alg is not one we accept or does not fit the key
+// type, and weak RSA keys. go-jose itself refuses points off their curve,
+// low-order Ed25519 keys, RSA moduli over 4096 bits, repeated members and
+// x5c chains that do not match the key.
 func parseJWK(raw json.RawMessage) (publicKey, error) {
-	var j jwk
-	if err := strictUnmarshal(raw, &j); err != nil {
+	var meta jwkMeta
+	if err := strictUnmarshal(raw, &meta); err != nil {
 		return publicKey{}, errNotObject
 	}
-	if j.Use != "" && j.Use != "sig" {
-		return publicKey{}, fmt.Errorf("use %q is not sig", j.Use)
+	switch meta.Kty {
+	case "RSA", "EC", "OKP":
+	default:
+		return publicKey{}, fmt.Errorf("key type %q is not supported", meta.Kty)
 	}
-	if len(j.KeyOps) > 0 && !slices.Contains(j.KeyOps, "verify") {
-		return publicKey{}, fmt.Errorf("key_ops %q do not include verify", j.KeyOps)
-	}
-	if j.D != "" {
+	if meta.D != nil || meta.P != nil || meta.Q != nil {
 		return publicKey{}, errors.New("it is a private key; the issuer must publish public keys only")
 	}
-	if j.Alg != "" && !slices.Contains(asymmetricAlgorithms, j.Alg) {
-		return publicKey{}, fmt.Errorf("alg %q is not an accepted signature algorithm", j.Alg)
+	var jwk jose.JSONWebKey
+	if err := jwk.UnmarshalJSON(raw); err != nil {
+		if errors.Is(err, jose.ErrUnsupportedKeyType) {
+			if meta.Kty == "RSA" {
+				return publicKey{}, fmt.Errorf("RSA modulus has more than %d bits", jose.MaxRSAModulusBits)
+			}
+			return publicKey{}, fmt.Errorf("%s curve %q is not supported", meta.Kty, meta.Crv)
+		}
+		return publicKey{}, fmt.Errorf("%s key: %w", meta.Kty, err)
 	}
-	var key crypto.PublicKey
-	var err error
-	switch j.Kty {
-	case "RSA":
-		key, err = parseRSA(j)
-	case "EC":
-		key, err = parseEC(j)
-	case "OKP":
-		key, err = parseOKP(j)
-	default:
-		err = fmt.Errorf("key type %q is not supported", j.Kty)
+	// The key go-jose read decides, not jwkMeta: encoding/json matches
+	// member names regardless of case, go-jose does not.
+	if !jwk.IsPublic() {
+		return publicKey{}, errors.New("it is not a public key; the issuer must publish public keys only")
 	}
-	if err != nil {
-		return publicKey{}, err
+	if jwk.Use != "" && jwk.Use != "sig" {
+		return publicKey{}, fmt.Errorf("use %q is not sig", jwk.Use)
 	}
-	if j.Alg != "" && !keyFits(j.Alg, key) {
-		return publicKey{}, fmt.Errorf("alg %q does not fit a %s key", j.Alg, j.Kty)
+	if len(meta.KeyOps) > 0 && !slices.Contains(meta.KeyOps, "verify") {
+		return publicKey{}, fmt.Errorf("key_ops %q do not include verify", meta.KeyOps)
 	}
-	return publicKey{kid: j.Kid, alg: j.Alg, key: key}, nil
-}
-
-// jwkBytes decodes a JWK member. RFC 7518 says base64url without padding;
-// some issuers pad anyway, which costs nothing to accept here because these
-// bytes are keys we fetched, not attacker input that must be canonical.
-func jwkBytes(s string) ([]byte, error) {
-	return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-}
-
-func parseRSA(j jwk) (*rsa.PublicKey, error) {
-	n, err := jwkBytes(j.N)
-	if err != nil || len(n) == 0 {
-		return nil, errors.New("RSA modulus n is missing or not base64url")
+	if jwk.Algorithm != "" && !slices.Contains(asymmetricAlgorithms, jwk.Algorithm) {
+		return publicKey{}, fmt.Errorf("alg %q is not an accepted signature algorithm", jwk.Algorithm)
 	}
-	e, err := jwkBytes(j.E)
-	if err != nil || len(e) == 0 || len(e) > 4 {
-		return nil, errors.New("RSA exponent e is missing, not base64url or too large")
+	if k, ok := jwk.Key.(*rsa.PublicKey); ok {
+		if bits := k.N.BitLen(); bits < minRSABits {
+			return publicKey{}, fmt.Errorf("RSA key has %d bits, fewer than %d", bits, minRSABits)
+		}
+		if k.E < 3 || k.E%2 == 0 {
+			return publicKey{}, fmt.Errorf("RSA exponent %d is not valid", k.E)
+		}
 	}
-	exp := new(big.Int).SetBytes(e)
-	if exp.Int64() < 3 || exp.Int64()%2 == 0 {
-		return nil, fmt.Errorf("RSA exponent %d is not valid", exp.Int64())
+	if jwk.Algorithm != "" && !keyFits(jwk.Algorithm, jwk.Key) {
+		return publicKey{}, fmt.Errorf("alg %q does not fit a %s key", jwk.Algorithm, meta.Kty)
 	}
-	key := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(exp.Int64())}
-	if bits := key.N.BitLen(); bits < minRSABits {
-		return nil, fmt.Errorf("RSA key has %d bits, fewer than %d", bits, minRSABits)
-	}
-	return key, nil
-}
-
-func parseEC(j jwk) (*ecdsa.PublicKey, error) {
-	var curve elliptic.Curve
-	switch j.Crv {
-	case "P-256":
-		curve = elliptic.P256()
-	case "P-384":
-		curve = elliptic.P384()
-	case "P-521":
-		curve = elliptic.P521()
-	default:
-		return nil, fmt.Errorf("EC curve %q is not supported", j.Crv)
-	}
-	size := (curve.Params().BitSize + 7) / 8
-	x, errX := jwkBytes(j.X)
-	y, errY := jwkBytes(j.Y)
-	if errX != nil || errY != nil || len(x) != size || len(y) != size {
-		return nil, fmt.Errorf("EC coordinates are not %d-byte base64url values", size)
-	}
-	// ParseUncompressedPublicKey checks that the point is on the curve, so
-	// a crafted key cannot feed an invalid-curve attack.
-	point := append(append([]byte{4}, x...), y...)
-	key, err := ecdsa.ParseUncompressedPublicKey(curve, point)
-	if err != nil {
-		return nil, fmt.Errorf("EC key: %w", err)
-	}
-	return key, nil
-}
-
-func parseOKP(j jwk) (ed25519.PublicKey, error) {
-	if j.Crv != "Ed25519" {
-		return nil, fmt.Errorf("OKP curve %q is not supported", j.Crv)
-	}
-	x, err := jwkBytes(j.X)
-	if err != nil || len(x) != ed25519.PublicKeySize {
-		return nil, errors.New("the x of an Ed25519 key is not a 32-byte base64url value")
-	}
-	return ed25519.PublicKey(x), nil
+	return publicKey{kid: jwk.KeyID, alg: jwk.Algorithm, key: jwk.Key}, nil
 }

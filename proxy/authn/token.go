@@ -1,15 +1,10 @@
 package authn
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"math"
-	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // MaxTokenBytes bounds the tokens Gatehouse parses. Argo CD refuses to write a
@@ -18,306 +13,122 @@ import (
 // request from making us decode megabytes.
 const MaxTokenBytes = 128 << 10
 
-// b64 is strict base64url without padding (RFC 7515 §2): it refuses padding,
-// whitespace and non-canonical trailing bits, so one token has one spelling.
-var b64 = base64.RawURLEncoding.Strict()
-
-// token is a compact JWS whose parts have been decoded but not yet trusted.
+// token is a compact JWS whose header and claims golang-jwt has decoded. Its
+// claims are authentic only once parse has returned it without error.
 type token struct {
-	signingInput []byte // "<header>.<payload>", the bytes the signature covers
-	header       header
-	claims       claims
-	signature    []byte
+	alg    string
+	kid    string
+	claims claims
 }
 
-type header struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
-	// Crit names header extensions the verifier must understand (RFC 7515
-	// §4.1.11). Gatehouse understands none, so any crit refuses the token;
-	// this is how "b64":false (unencoded payload) tokens are kept out.
-	Crit json.RawMessage `json:"crit"`
+// newParser makes the golang-jwt parser of one configuration: algs is every
+// algorithm some trusted issuer accepts, which golang-jwt enforces before
+// any key is chosen; each issuer's path then insists on its own. Strict
+// decoding refuses base64 with padding or stray low bits, so that a token has
+// one spelling and one entry in the verified-token cache.
+func newParser(algs []string) *jwt.Parser {
+	return jwt.NewParser(jwt.WithValidMethods(algs), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
 }
 
-// claims holds the registered claims Gatehouse checks plus the raw claim set,
-// from which the configured username and groups claims are read.
-type claims struct {
-	Issuer    string
-	Subject   string
-	Audience  []string
-	HasAud    bool
-	Expiry    time.Time // zero: no exp claim
-	NotBefore time.Time // zero: no nbf claim
-	IssuedAt  time.Time // zero: no iat claim
-	ID        string
-	raw       map[string]json.RawMessage
+// errSignature is parse's report that keyFor chose a key and the signature
+// did not verify with it; the caller words it for its issuer.
+var errSignature = errors.New("signature does not verify")
+
+// errUnexpectedAlgorithm is parse's report that golang-jwt refused the
+// header's algorithm before a key was chosen: no trusted issuer accepts it.
+// claims is the unverified claim set, read only to word the refusal; nil if
+// it could not be read.
+type errUnexpectedAlgorithm struct {
+	alg    string
+	claims *claims
 }
 
-// parse splits and decodes a compact JWS. It checks shape only: nothing in the
-// result is authentic until a signature has been verified over signingInput.
-func parse(s string) (*token, error) {
-	if len(s) > MaxTokenBytes {
-		return nil, malformed("it is %d bytes long, more than the %d accepted", len(s), MaxTokenBytes)
+func (e *errUnexpectedAlgorithm) Error() string { return "unexpected algorithm " + quote(e.alg) }
+
+// parse decodes a compact JWS with golang-jwt and verifies its signature with
+// the key keyFor picks for the still unverified token (a []byte secret, a
+// public key or a jwt.VerificationKeySet). golang-jwt calls keyFor only for
+// an algorithm on the parser's allow-list; an *Error from keyFor is returned
+// as it is.
+func parse(raw string, p *jwt.Parser, keyFor func(*token) (any, error)) (*token, error) {
+	if len(raw) > MaxTokenBytes {
+		return nil, malformed("it is %d bytes long, more than the %d accepted", len(raw), MaxTokenBytes)
 	}
-	first := strings.IndexByte(s, '.')
-	last := strings.LastIndexByte(s, '.')
-	if first < 0 || first == last || strings.Count(s, ".") != 2 {
+	// golang-jwt says the same; counting first gives the holder a plain
+	// sentence, and keeps JWE (five parts) and JWS JSON out.
+	if strings.Count(raw, ".") != 2 {
 		return nil, malformed("a JWT has three dot-separated parts")
 	}
-	t := &token{signingInput: []byte(s[:last])}
-
-	headerJSON, err := b64.DecodeString(s[:first])
-	if err != nil {
-		return nil, malformed("header is not base64url")
+	// base64 skips line breaks even in strict mode; inside the signature
+	// they would make another spelling of the same token.
+	if strings.ContainsAny(raw, "\r\n") {
+		return nil, malformed("it contains a line break")
 	}
-	if err := strictUnmarshal(headerJSON, &t.header); err != nil {
-		return nil, malformed("header is not a JSON object")
+	var set claimSet
+	t := &token{}
+	keyChosen := false
+	jt, err := p.ParseWithClaims(raw, &set, func(jt *jwt.Token) (any, error) {
+		if err := t.read(jt, set); err != nil {
+			return nil, err
+		}
+		key, err := keyFor(t)
+		keyChosen = err == nil
+		return key, err
+	})
+	if err == nil {
+		return t, nil
 	}
-	if t.header.Crit != nil {
-		return nil, malformed("header lists critical extensions (crit), which are not supported")
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return nil, e
+	case keyChosen:
+		return t, errSignature
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		// golang-jwt's text names the part and the decoder's complaint;
+		// it never quotes the token.
+		e := malformed("header and payload must be base64url-encoded JSON objects, the signature base64url")
+		e.Cause = err
+		return nil, e
 	}
-	if t.header.Alg == "" {
+	// The header decoded but golang-jwt refused its algorithm before asking
+	// for a key: missing, not one it knows, or not in the allow-list.
+	if jt == nil {
+		return nil, malformed("a JWT has three dot-separated parts")
+	}
+	alg, _ := jt.Header["alg"].(string)
+	if alg == "" {
 		return nil, malformed("header has no alg")
 	}
-
-	payload, err := b64.DecodeString(s[first+1 : last])
-	if err != nil {
-		return nil, malformed("payload is not base64url")
+	u := &errUnexpectedAlgorithm{alg: alg}
+	var c claims
+	if readClaims(set, &c) == nil {
+		u.claims = &c
 	}
-	if err := parseClaims(payload, &t.claims); err != nil {
-		return nil, err
-	}
-
-	if t.signature, err = b64.DecodeString(s[last+1:]); err != nil {
-		return nil, malformed("signature is not base64url")
-	}
-	return t, nil
+	return nil, u
 }
 
-// strictUnmarshal decodes a JSON object. encoding/json would accept null (and
-// leave the target empty) where an object is required; this refuses it.
-func strictUnmarshal(data []byte, v any) error {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
-		return errNotObject
+// read fills t from what golang-jwt decoded, refusing header parameters
+// Gatehouse does not understand.
+func (t *token) read(jt *jwt.Token, set claimSet) error {
+	// No critical extension is understood (RFC 7515 §4.1.11); "b64"
+	// (RFC 7797) would change what the signature covers. golang-jwt
+	// ignores both, so they are refused here. Other parameters, such as
+	// jwk, jku, x5u and x5c, are never read: keys come only from the
+	// configuration and the issuer's JWKS.
+	if _, ok := jt.Header["crit"]; ok {
+		return malformed("header lists critical extensions (crit), which are not supported")
 	}
-	return json.Unmarshal(data, v)
+	if _, ok := jt.Header["b64"]; ok {
+		return malformed("header sets b64 (unencoded payload), which is not supported")
+	}
+	t.alg = jt.Method.Alg()
+	switch kid := jt.Header["kid"].(type) {
+	case nil:
+	case string:
+		t.kid = kid
+	default:
+		return malformed("header kid is not a string")
+	}
+	return readClaims(set, &t.claims)
 }
-
-var errNotObject = errors.New("not a JSON object")
-
-// claimSet decodes a claim set into its members, as json.Unmarshal into a
-// map[string]json.RawMessage does: the values stay raw, and a repeated name
-// keeps its last value. It validates with encoding/json, then splits the
-// members itself, which is most of the cost of verifying a token seen for the
-// first time; a name holding an escape or bytes that are not UTF-8 (which
-// encoding/json would rewrite) sends the whole set to json.Unmarshal, so the
-// names are always what encoding/json makes of them. The values share
-// payload's memory.
-func claimSet(payload []byte) (map[string]json.RawMessage, error) {
-	data := bytes.TrimSpace(payload)
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
-		return nil, errNotObject
-	}
-	if raw, ok := splitObject(data); ok {
-		return raw, nil
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
-}
-
-// splitObject splits a JSON object that json.Valid accepted into its
-// members. It reports false for a member name it cannot take byte for byte.
-func splitObject(data []byte) (map[string]json.RawMessage, bool) {
-	raw := make(map[string]json.RawMessage, 8)
-	i := skipSpace(data, 1)
-	if data[i] == '}' {
-		return raw, true
-	}
-	for {
-		// data[i] is the opening quote of a member name.
-		end := i + 1
-		for data[end] != '"' {
-			if data[end] == '\\' {
-				return nil, false
-			}
-			end++
-		}
-		name := data[i+1 : end]
-		if !utf8.Valid(name) {
-			return nil, false
-		}
-		i = skipSpace(data, end+1) // at ':'
-		i = skipSpace(data, i+1)
-		vend := valueEnd(data, i)
-		raw[string(name)] = data[i:vend:vend]
-		i = skipSpace(data, vend) // at ',' or '}'
-		if data[i] == '}' {
-			return raw, true
-		}
-		i = skipSpace(data, i+1)
-	}
-}
-
-// valueEnd returns the index just past the JSON value that starts at i in
-// valid JSON.
-func valueEnd(data []byte, i int) int {
-	depth := 0
-	for ; ; i++ {
-		switch data[i] {
-		case '"':
-			i++
-			for data[i] != '"' {
-				if data[i] == '\\' {
-					i++ // the escaped byte cannot end the string
-				}
-				i++
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		default:
-			if depth == 0 {
-				// A number or literal runs to the next delimiter.
-				for i < len(data) && strings.IndexByte(",}] \t\r\n", data[i]) < 0 {
-					i++
-				}
-				return i
-			}
-		}
-	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-func parseClaims(payload []byte, c *claims) error {
-	raw, err := claimSet(payload)
-	if err != nil {
-		return malformed("payload is not a JSON object")
-	}
-	c.raw = raw
-	if c.Issuer, err = stringClaim(c.raw, "iss"); err != nil {
-		return err
-	}
-	if c.Subject, err = stringClaim(c.raw, "sub"); err != nil {
-		return err
-	}
-	if c.ID, err = stringClaim(c.raw, "jti"); err != nil {
-		return err
-	}
-	if c.Expiry, err = timeClaim(c.raw, "exp"); err != nil {
-		return err
-	}
-	if c.NotBefore, err = timeClaim(c.raw, "nbf"); err != nil {
-		return err
-	}
-	if c.IssuedAt, err = timeClaim(c.raw, "iat"); err != nil {
-		return err
-	}
-	if aud, ok := c.raw["aud"]; ok && !isNull(aud) {
-		c.HasAud = true
-		if c.Audience, ok = audience(aud); !ok {
-			return malformed("aud is neither a string nor a list of strings")
-		}
-	}
-	return nil
-}
-
-// stringClaim reads an optional string claim; a present claim of another
-// type is malformed rather than ignored, so "sub": 1 cannot pass as "".
-func stringClaim(raw map[string]json.RawMessage, name string) (string, error) {
-	v, ok := raw[name]
-	if !ok || isNull(v) {
-		return "", nil
-	}
-	if s, ok := plainString(v); ok {
-		return s, nil
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", malformed("%s is not a string", name)
-	}
-	return s, nil
-}
-
-// plainString is the fast path for a JSON string without escapes, which is
-// every claim Argo CD and common issuers write: the bytes between the quotes
-// are the value. It needs v to come from a document encoding/json already
-// validated (as map values do) and leaves anything else, including invalid
-// UTF-8 that encoding/json would replace, to json.Unmarshal.
-func plainString(v json.RawMessage) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
-	}
-	body := v[1 : len(v)-1]
-	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
-		return "", false
-	}
-	return string(body), true
-}
-
-// timeClaim reads a NumericDate (RFC 7519 §2): seconds since the epoch, a
-// JSON number that may have a fraction. Absent gives the zero time.
-func timeClaim(raw map[string]json.RawMessage, name string) (time.Time, error) {
-	v, ok := raw[name]
-	if !ok || isNull(v) {
-		return time.Time{}, nil
-	}
-	v = bytes.TrimSpace(v)
-	// A validated JSON number is also valid input for ParseFloat; anything
-	// else (a string, an object) is not a NumericDate.
-	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return time.Time{}, malformed("%s is not a number of seconds", name)
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return time.Time{}, malformed("%s is not a number of seconds", name)
-	}
-	// Refuse dates no real token carries (before 1970, after the year
-	// 10000) so the conversion below cannot overflow or wrap around.
-	if f < 0 || f > 253402300800 || math.IsNaN(f) {
-		return time.Time{}, malformed("%s is out of range", name)
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
-}
-
-// audience reads aud, a string or a list of strings (RFC 7519 §4.1.3).
-func audience(v json.RawMessage) ([]string, bool) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return nil, false
-	}
-	switch v[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, false
-		}
-		return []string{s}, true
-	case '[':
-		var l []string
-		if err := json.Unmarshal(v, &l); err != nil {
-			return nil, false
-		}
-		return l, true
-	}
-	return nil, false
-}
-
-func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

@@ -2,13 +2,9 @@ package authn
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"hash"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -16,15 +12,54 @@ import (
 // iss claim only chooses which key material to try: every path then insists
 // on its own algorithm and key, so a token cannot pick a weaker path by
 // naming another issuer.
-func (st *state) verify(ctx context.Context, t *token, now time.Time) (*Identity, error) {
-	iss := t.claims.Issuer
-	switch {
-	case st.local != nil && iss == st.local.issuer:
-		return st.verifyLocal(t, now)
-	case st.oidc != nil && iss == st.oidc.issuer:
-		return st.verifyOIDC(ctx, t, now)
+func (st *state) verify(ctx context.Context, raw string, now time.Time) (*Identity, error) {
+	var sso bool
+	var seen *keySet // the SSO key set the token was tried with
+	t, err := parse(raw, st.parser, func(t *token) (any, error) {
+		switch iss := t.claims.Issuer; {
+		case st.local != nil && iss == st.local.issuer:
+			return st.local.keyFor(t)
+		case st.oidc != nil && iss == st.oidc.issuer:
+			sso = true
+			// Before any key fetch: a token the issuer may not sign this
+			// way costs the issuer nothing.
+			if !st.oidc.algorithms[t.alg] {
+				return nil, st.oidc.refuseAlgorithm(t.alg)
+			}
+			var err error
+			if seen, err = st.oidc.keys.get(ctx); err != nil {
+				return nil, err
+			}
+			return seen.keysFor(t)
+		default:
+			return nil, st.wrongIssuer(iss)
+		}
+	})
+	if sso && (errors.Is(err, errSignature) || errors.Is(err, ErrUnknownKey)) {
+		// The issuer may have rotated its keys since we fetched them. Ask
+		// again (at most once per MinRefreshInterval, shared by all
+		// requests) and retry once with whatever the issuer publishes now.
+		if fresh, changed := st.oidc.keys.refresh(ctx, seen); changed {
+			t, err = parse(raw, st.parser, func(t *token) (any, error) { return fresh.keysFor(t) })
+		}
 	}
-	return nil, st.wrongIssuer(iss)
+	var unexpected *errUnexpectedAlgorithm
+	switch {
+	case errors.As(err, &unexpected):
+		return nil, st.refuseAlgorithm(unexpected)
+	case errors.Is(err, errSignature) && sso:
+		return nil, newError(ErrBadSignature, "token signature does not verify with the issuer's published keys: "+
+			"the token was altered or was not issued by this issuer; sign in again")
+	case errors.Is(err, errSignature):
+		return nil, newError(ErrBadSignature, "token signature does not match Argo CD's server key: "+
+			"the key (server.secretkey in argocd-secret) was changed or the token was not issued by this Argo CD; sign in again")
+	case err != nil:
+		return nil, err
+	case sso:
+		return st.identityOIDC(t, now)
+	default:
+		return st.identityLocal(t, now)
+	}
 }
 
 func (st *state) wrongIssuer(iss string) error {
@@ -45,47 +80,59 @@ func (st *state) wrongIssuer(iss string) error {
 		quote(iss), strings.Join(trusted, ", "))
 }
 
+// refuseAlgorithm words the refusal of a token whose algorithm golang-jwt
+// refused before a key was chosen: no trusted issuer accepts it. The
+// unverified issuer only chooses the words.
+func (st *state) refuseAlgorithm(u *errUnexpectedAlgorithm) error {
+	if u.claims != nil {
+		switch iss := u.claims.Issuer; {
+		case st.local != nil && iss == st.local.issuer:
+			return st.local.refuseAlgorithm(u.alg)
+		case st.oidc != nil && iss == st.oidc.issuer:
+			return st.oidc.refuseAlgorithm(u.alg)
+		default:
+			return st.wrongIssuer(iss)
+		}
+	}
+	var accepted []string
+	if st.local != nil {
+		accepted = append(accepted, localAlgorithm+" for Argo CD's tokens (issuer "+quote(st.local.issuer)+")")
+	}
+	if st.oidc != nil {
+		accepted = append(accepted, st.oidc.algorithmList+" for single sign-on tokens (issuer "+quote(st.oidc.issuer)+")")
+	}
+	return newError(ErrAlgorithm, "token algorithm %s is not accepted: accepted are %s", quote(u.alg), strings.Join(accepted, "; "))
+}
+
 // localVerifier checks Argo CD's own tokens: HS256 over server.secretkey.
 type localVerifier struct {
 	issuer string
-	// macs holds HMAC-SHA256 states already keyed with the secret. Keying
-	// hashes the secret into two blocks; reusing a keyed state and Reset()ting
-	// it (which restores the keyed state) saves that work and two allocations
-	// on every cold verification.
-	macs sync.Pool
+	key    any // a copy of the secret as a []byte, boxed once for golang-jwt
 }
 
 func newLocalVerifier(issuer string, secret []byte) *localVerifier {
-	key := append([]byte(nil), secret...) // the caller's slice may be reused
-	v := &localVerifier{issuer: issuer}
-	v.macs.New = func() any { return hmac.New(sha256.New, key) }
-	return v
+	// A copy: the caller's slice may be reused.
+	return &localVerifier{issuer: issuer, key: append([]byte(nil), secret...)}
 }
 
-func (v *localVerifier) verify(input, sig []byte) bool {
-	if len(sig) != sha256.Size {
-		return false
+// keyFor gives golang-jwt the server key for a token that claims to be
+// Argo CD's. Argo CD signs with HS256 only (util/session
+// SessionManager.signClaims); it would accept HS384/HS512 too, but nothing
+// legitimate produces them.
+func (v *localVerifier) keyFor(t *token) (any, error) {
+	if t.alg != localAlgorithm {
+		return nil, v.refuseAlgorithm(t.alg)
 	}
-	mac := v.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(input)
-	var sum [sha256.Size]byte
-	ok := hmac.Equal(mac.Sum(sum[:0]), sig)
-	v.macs.Put(mac)
-	return ok
+	return v.key, nil
 }
 
-func (st *state) verifyLocal(t *token, now time.Time) (*Identity, error) {
-	// Argo CD signs with HS256 only (util/session SessionManager.signClaims).
-	// It would accept HS384/HS512 too; nothing legitimate produces them.
-	if t.header.Alg != "HS256" {
-		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
-			quote(t.header.Alg), quote(st.local.issuer))
-	}
-	if !st.local.verify(t.signingInput, t.signature) {
-		return nil, newError(ErrBadSignature, "token signature does not match Argo CD's server key: "+
-			"the key (server.secretkey in argocd-secret) was changed or the token was not issued by this Argo CD; sign in again")
-	}
+func (v *localVerifier) refuseAlgorithm(alg string) error {
+	return newError(ErrAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
+		quote(alg), quote(v.issuer))
+}
+
+// identityLocal checks the claims of a verified Argo CD token.
+func (st *state) identityLocal(t *token, now time.Time) (*Identity, error) {
 	c := &t.claims
 	if err := checkTimes(c, now, st.leeway, false); err != nil {
 		return nil, err
@@ -133,40 +180,24 @@ type oidcVerifier struct {
 	audiences            []string
 	skipAudienceWhenNone bool
 	algorithms           map[string]bool
+	algorithmNames       []string
 	algorithmList        string // for messages
 	usernameClaims       []string
 	keys                 *keySource
 }
 
-func (st *state) verifyOIDC(ctx context.Context, t *token, now time.Time) (*Identity, error) {
+func (o *oidcVerifier) refuseAlgorithm(alg string) error {
+	why := ""
+	if strings.HasPrefix(alg, "HS") {
+		why = " (an SSO token is never checked with a shared secret, so a public key cannot be used as one)"
+	}
+	return newError(ErrAlgorithm, "token algorithm %s is not accepted for tokens from %s%s: accepted are %s",
+		quote(alg), quote(o.issuer), why, o.algorithmList)
+}
+
+// identityOIDC checks the claims of a verified SSO token.
+func (st *state) identityOIDC(t *token, now time.Time) (*Identity, error) {
 	o := st.oidc
-	alg := t.header.Alg
-	if !o.algorithms[alg] {
-		why := ""
-		if strings.HasPrefix(alg, "HS") {
-			why = " (an SSO token is never checked with a shared secret, so a public key cannot be used as one)"
-		}
-		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted for tokens from %s%s: accepted are %s",
-			quote(alg), quote(o.issuer), why, o.algorithmList)
-	}
-
-	set, err := o.keys.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	err = set.verify(t)
-	if errors.Is(err, ErrUnknownKey) || errors.Is(err, ErrBadSignature) {
-		// The issuer may have rotated its keys since we fetched them. Ask
-		// again (at most once per MinRefreshInterval, shared by all
-		// requests) and retry once with whatever the issuer publishes now.
-		if fresh, changed := o.keys.refresh(ctx, set); changed {
-			err = fresh.verify(t)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-
 	c := &t.claims
 	if err := checkTimes(c, now, st.leeway, true); err != nil {
 		return nil, err
