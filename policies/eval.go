@@ -36,6 +36,13 @@ type EvalOptions struct {
 // EvalReport is what `gatehouse policy eval` prints.
 type EvalReport struct {
 	Decision Decision
+	// Err is why the policy could not decide (the decision is then a
+	// denial, as in the proxy): an evaluation error, or an
+	// *EvalTimeoutError.
+	Err error
+	// UsesDefaultPolicy: the policy directory had no policy module, so the
+	// embedded default policy decided (Bundle.UsesDefaultPolicy).
+	UsesDefaultPolicy bool
 	// Explanation is the value of ExplanationRule, if the policy has it and
 	// Explain was asked for.
 	Explanation any
@@ -73,8 +80,10 @@ func DecodeInput(raw []byte) (Input, error) {
 	return in, nil
 }
 
-// Eval decides one input with bundle b, as the proxy would (but uncached),
-// and explains the decision when asked.
+// Eval decides one input with bundle b, as the proxy would (but uncached,
+// with the engine's evaluation bound), and explains the decision when
+// asked. An error of the evaluation is in the report, with the denial; the
+// error returned means the policy or the options are unusable.
 func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalReport, error) {
 	switch opts.Explain {
 	case ExplainNone, ExplainNotes, ExplainFails, ExplainFull:
@@ -86,13 +95,13 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 		return nil, err
 	}
 	d, err := e.Decide(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	report := &EvalReport{Decision: d}
-	if opts.Explain == ExplainNone {
+	report := &EvalReport{Decision: d, Err: err, UsesDefaultPolicy: b.UsesDefaultPolicy}
+	if err != nil || opts.Explain == ExplainNone {
 		return report, nil
 	}
+	// Tracing costs several times the decision, which kept to the bound.
+	ctx, cancel := context.WithTimeout(ctx, hardStopFactor*DefaultEvalTimeout)
+	defer cancel()
 	c := e.state.Load()
 	in.normalize()
 	tracer := topdown.NewBufferTracer()
@@ -139,8 +148,14 @@ func (r *EvalReport) Write(w io.Writer) error {
 		verdict = "allow (shadow mode: the policy denies, but is not enforcing)"
 	}
 	fmt.Fprintf(&b, "decision: %s\nreason:   %s\n", verdict, d.Reason)
+	if r.Err != nil {
+		fmt.Fprintf(&b, "error:    %v\n", r.Err)
+	}
 	if d.Revision != "" {
 		fmt.Fprintf(&b, "revision: %s\n", d.Revision)
+	}
+	if r.UsesDefaultPolicy {
+		b.WriteString("policy:   the default policy (built in; the directory has no .rego policy of its own)\n")
 	}
 	if len(d.Headers) > 0 {
 		b.WriteString("headers:\n")
