@@ -158,6 +158,8 @@ func TestEvalBatch(t *testing.T) {
 		batchInput(t, nil, appInput("bob", nil, "metrics", "get"), &Expectation{Allow: true, Reason: "something else"}),
 		`not json`,
 		`{"id": {"nested": 1}, "user": {"id": "alice"}}`,
+		`{"user": {"id": "alice", "groups": "team-a"}}`,
+		`[]`,
 	}
 	var out bytes.Buffer
 	s, err := EvalBatch(ctx, ExampleBundle(), strings.NewReader(strings.Join(lines, "\n")+"\n"), &out, BatchOptions{})
@@ -167,20 +169,22 @@ func TestEvalBatch(t *testing.T) {
 	want := []string{
 		`{"allow":true,"id":"alice-metrics","line":1,"reason":"allowed by a grant of your roles"}`,
 		`{"allow":false,"id":7,"line":3,"mismatch":"expected allow, got deny","reason":"denied: none of your roles may POST extension \"metrics\" for application team-a-dev/guestbook"}`,
-		`{"error":"not an input: json: unknown field \"extensionn\"","line":4}`,
+		`{"error":"not an input: unknown field \"extensionn\"","line":4}`,
 		`{"allow":true,"headers":{"X-Gatehouse-Access":"read-only"},"line":5,"mismatch":"expected the reason \"something else\"","reason":"allowed by a grant of your roles"}`,
 		`{"error":"not an input: invalid character 'o' in literal null (expecting 'u')","line":6}`,
 		`{"error":"not an input: id must be a string or a number","line":7}`,
+		`{"error":"not an input: user.groups: want a list, got string","line":8}`,
+		`{"error":"not an input: want an object, got array","line":9}`,
 	}
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if s.Lines != 7 || s.Allowed != 2 || s.Denied != 1 || s.Failed != 0 || s.Unreadable != 3 || s.Mismatches != 2 || s.Revision != "builtin-example" {
+	if s.Lines != 9 || s.Allowed != 2 || s.Denied != 1 || s.Failed != 0 || s.Unreadable != 5 || s.Mismatches != 2 || s.Revision != "builtin-example" {
 		t.Fatalf("summary %+v", s)
 	}
 	var sum bytes.Buffer
-	if err := s.Write(&sum); err != nil || !strings.HasPrefix(sum.String(), "3 decided (2 allowed, 1 denied, of which 0 failed to decide), 3 unreadable, 2 not as expected; policy builtin-example; ") {
+	if err := s.Write(&sum); err != nil || !strings.HasPrefix(sum.String(), "3 decided (2 allowed, 1 denied, of which 0 failed to decide), 5 unreadable, 2 not as expected; policy builtin-example; ") {
 		t.Fatalf("summary line %q (%v)", sum.String(), err)
 	}
 }

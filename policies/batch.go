@@ -204,7 +204,7 @@ func decideLine(ctx context.Context, e *Engine, line int, raw []byte) BatchResul
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		res.Error = "not an input: " + err.Error()
+		res.Error = "not an input: " + jsonError(err)
 		return res
 	}
 	if dec.More() {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -75,9 +77,35 @@ func DecodeInput(raw []byte) (Input, error) {
 	dec.DisallowUnknownFields()
 	var in Input
 	if err := dec.Decode(&in); err != nil {
-		return Input{}, fmt.Errorf("decode: %w", err)
+		return Input{}, fmt.Errorf("decode: %s", jsonError(err))
 	}
 	return in, nil
+}
+
+// jsonError says what is wrong with a JSON input in the input's terms,
+// not in Go's (encoding/json names Go types and fields).
+func jsonError(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	want := "another type"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		want = "a number"
+	}
+	if field := strings.TrimPrefix(te.Field, "Input."); field != "" && field != "Input" {
+		return fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)
+	}
+	return fmt.Sprintf("want %s, got %s", want, te.Value)
 }
 
 // Eval decides one input with bundle b, as the proxy would (but uncached,
