@@ -429,11 +429,11 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	query, err := b.Manifest.Query()
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: manifest: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, fmt.Errorf("manifest: %w", err)))
 	}
 	regoVersion, err := b.regoVersion()
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, err))
 	}
 	if len(b.Modules) == 0 {
 		return nil, nil, fmt.Errorf("policy %s: no Rego modules", name)
@@ -444,7 +444,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	warnings, err := ValidateData(data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
 	}
 
 	modules, err := b.parseModules(regoVersion)
@@ -457,7 +457,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	if generate && refersToGenerated(modules) {
 		mod, err := generateGrants(data)
 		if err != nil {
-			return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+			return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
 		}
 		modules[GeneratedModulePath] = mod
 	}
@@ -473,7 +473,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 
 	roles, err := newRoleIndex(data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: bindings: %w", name, err)
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, fmt.Errorf("bindings: %w", err)))
 	}
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
 	ropts := []func(*rego.Rego){
