@@ -304,7 +304,7 @@ extensions:
 			problems: []want{
 				{gatehouseSrc(ConfigKey), "ca-not-pem", false, []string{`backend.services[0].tls.caSecretRef: Secret "not-pem" key "ca.crt" is not a PEM CA bundle: it holds no PEM certificate`}},
 				{gatehouseSrc(ConfigKey), "client-not-pem", false, []string{`backend.services[0].tls.clientCertSecretRef: Secret "not-pem" is not a PEM client certificate and key: tls.crt: it holds no PEM certificate`}},
-				{gatehouseSrc(ConfigKey), "key-as-ca", false, []string{`Secret "key-as-ca" key "ca.crt" is not a PEM CA bundle: PEM block 1 is "PRIVATE KEY", not a CERTIFICATE`}},
+				{gatehouseSrc(ConfigKey), "key-as-ca", false, []string{`Secret "key-as-ca" key "ca.crt" is not a PEM CA bundle: PEM block 1 is "EC PRIVATE KEY", not a CERTIFICATE; put the PEM certificates`}},
 				{gatehouseSrc(ConfigKey), "wrong-key", false, []string{`Secret "wrong-key" is not a PEM client certificate and key: tls.key does not hold the private key of tls.crt (tls: private key does not match public key)`}},
 			},
 		},

@@ -1,19 +1,12 @@
 package extconfig
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 type fakeSecret struct {
@@ -37,32 +30,26 @@ func (s secretStore) lookup(name string) (map[string][]byte, map[string]string, 
 
 var partOfArgoCD = map[string]string{labelPartOf: "argocd"}
 
-// testCert is a self-signed certificate and its key, PEM-encoded, made once
-// for the fixture's TLS Secrets.
-var testCert = sync.OnceValues(func() (certPEM, keyPEM string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// testCert is a CA certificate, and a certificate and its key it issued,
+// PEM-encoded, made once for the fixture's TLS Secrets.
+var testCert = sync.OnceValues(func() (caPEM string, pair [2]string) {
+	ca, err := testkit.NewCA("backend")
 	if err != nil {
 		panic(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "backend"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, key, err := ca.Serving()
 	if err != nil {
 		panic(err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	return string(ca.PEM), [2]string{string(cert), string(key)}
 })
 
 // The values are distinctive so tests can prove they never reach a message;
 // TLS material is PEM with the distinctive text before its block, which PEM
 // readers skip.
 func fixtureSecrets() secretStore {
-	cert, key := testCert()
+	ca, pair := testCert()
+	cert, key := pair[0], pair[1]
 	return secretStore{
 		ArgoCDSecret: {labels: partOfArgoCD, data: map[string]string{
 			"server.secretkey":                    "VALUE-signing-key",
@@ -77,7 +64,7 @@ func fixtureSecrets() secretStore {
 		}},
 		"unlabelled": {data: map[string]string{"token": "VALUE-unlabelled"}},
 		"backend-ca": {data: map[string]string{
-			"ca.crt": "VALUE-ca-pem\n" + cert, "other.pem": "VALUE-other-pem\n" + cert, "unused": "VALUE-unused-ca",
+			"ca.crt": "VALUE-ca-pem\n" + ca, "other.pem": "VALUE-other-pem\n" + ca, "unused": "VALUE-unused-ca",
 		}},
 		"client-cert": {data: map[string]string{"tls.crt": "VALUE-client-crt\n" + cert, "tls.key": "VALUE-client-key\n" + key}},
 		"not-pem":     {data: map[string]string{"ca.crt": "VALUE-not-pem", "tls.crt": "VALUE-not-pem-crt", "tls.key": "VALUE-not-pem-key"}},
@@ -93,15 +80,15 @@ func fixtureSecrets() secretStore {
 
 // otherKey is a private key that matches no certificate of the fixture.
 func otherKey() string {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testkit.NewCA("other")
 	if err != nil {
 		panic(err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	_, key, err := ca.Serving()
 	if err != nil {
 		panic(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	return string(key)
 }
 
 // secretValues are every value in the fixture, to prove none reaches a

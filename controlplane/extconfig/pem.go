@@ -22,7 +22,7 @@ func CheckCertificates(data []byte) error {
 			break
 		}
 		if b.Type != "CERTIFICATE" {
-			return fmt.Errorf("PEM block %d is %s, not a CERTIFICATE: keep only the CA's certificates there", n+1, blockType(b.Type))
+			return fmt.Errorf("PEM block %d is %s, not a CERTIFICATE", n+1, blockType(b.Type))
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
 			return fmt.Errorf("PEM block %d is not an X.509 certificate (%w)", n+1, err)
