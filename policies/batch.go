@@ -78,7 +78,9 @@ type BatchSummary struct {
 	// Mismatches: decisions that differ from their line's expect.
 	Mismatches int
 	Revision   string
-	Took       time.Duration
+	// UsesDefaultPolicy: the bundle's policy is the built-in default.
+	UsesDefaultPolicy bool
+	Took              time.Duration
 }
 
 // Decided is how many lines got a decision.
@@ -93,6 +95,9 @@ func (s BatchSummary) Write(w io.Writer) error {
 	rev := s.Revision
 	if rev == "" {
 		rev = "(no revision)"
+	}
+	if s.UsesDefaultPolicy {
+		rev += " (the built-in default policy)"
 	}
 	_, err := fmt.Fprintf(w, "%d decided (%d allowed, %d denied, of which %d failed to decide), %d unreadable, %d not as expected; policy %s; %v%s\n",
 		s.Decided(), s.Allowed, s.Denied, s.Failed, s.Unreadable, s.Mismatches, rev, s.Took.Round(time.Millisecond), rate)
@@ -115,7 +120,7 @@ func EvalBatch(ctx context.Context, b Bundle, r io.Reader, w io.Writer, opts Bat
 	if err := e.Load(ctx, b); err != nil {
 		return BatchSummary{}, err
 	}
-	s := BatchSummary{Revision: e.Revision()}
+	s := BatchSummary{Revision: e.Revision(), UsesDefaultPolicy: b.UsesDefaultPolicy}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -43,7 +43,7 @@ func TestPolicyEvalAndInit(t *testing.T) {
 		{"test of a directory with data.json alone runs the default policy's tests", []string{"policy", "test", dataOnly}, 0, "PASS", ""},
 		{"a --run that is not a regular expression is said to be so", []string{"policy", "test", "--run", "(", dataOnly}, 2, "", `--run "(" is not a regular expression`},
 		{"many inputs: one decision per line, in order", []string{"policy", "eval", "--policy", dataOnly, "--inputs", lines}, 0,
-			`{"allow":true,"id":"a","line":1,"reason":"allowed by a grant of your roles"}` + "\n" + `{"allow":false,"id":"b","line":2,"reason":`, "2 decided (1 allowed, 1 denied"},
+			`{"allow":true,"id":"a","line":1,"reason":"allowed by a grant of your roles"}` + "\n" + `{"allow":false,"id":"b","line":2,"reason":`, "2 decided (1 allowed, 1 denied, of which 0 failed to decide), 0 unreadable, 0 not as expected; policy (no revision) (the built-in default policy); "},
 		{"--fail-on-deny fails on a denial", []string{"policy", "eval", "--policy", dataOnly, "--inputs", lines, "--fail-on-deny"}, 1, `"id":"b"`, ""},
 		{"a decision other than expected fails", []string{"policy", "eval", "--policy", dataOnly, "--inputs", mismatch}, 1, `"mismatch":"expected allow, got deny"`, "1 not as expected"},
 		{"a line that is not an input fails", []string{"policy", "eval", "--policy", dataOnly, "--inputs", unreadable}, 2, `{"error":"not an input: user: want an object, got number","line":2}`, "1 unreadable"},
