@@ -97,8 +97,10 @@ func WithCache(size int, ttl time.Duration) Option {
 
 // WithEvalTimeout bounds each evaluation of the policy (default
 // DefaultEvalTimeout, 100ms; 0 or less: no bound). An evaluation that runs
-// past it is stopped — OPA stops at its next expression — and the request
-// is denied with a reason that says so, Decide returns an error wrapping an
+// past it is stopped at its next expression once it has evaluated more than
+// 10,000 (a decision that did less was waiting for a core, not running
+// away), and at ten times the bound in any case. The request is then denied
+// with a reason that says so, Decide returns an error wrapping an
 // *EvalTimeoutError, and Stats counts it in Timeouts (and Errors). The bound
 // is wall-clock time, so it also keeps a decision's memory to what the
 // policy can allocate in that time.
