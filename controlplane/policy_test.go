@@ -58,15 +58,17 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 		{
 			name: "no decision at all: every module could be the one to define it",
 			configMaps: map[string]ConfigMap{
-				"policy-lib":  policy(map[string]string{"lib.rego": lib}),
-				"policy-data": policy(map[string]string{"data.json": grants}),
+				"policy-lib":   policy(map[string]string{"lib.rego": lib}),
+				"policy-other": policy(map[string]string{"other.rego": "package gatehouse.other\n\nx := 1\n"}),
+				"policy-data":  policy(map[string]string{"data.json": grants}),
 			},
-			want: []string{"policy-data", "policy-lib"}, message: "defines no rule",
+			want: []string{"policy-lib", "policy-other"}, message: "defines no rule",
 		},
 		{
 			name: "a decision that runs past the evaluation bound",
 			configMaps: map[string]ConfigMap{
 				"policy-decision": policy(map[string]string{"decision.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": count([1 | some i in numbers.range(1, 100000); some j in numbers.range(1, 100000)]) > 0}\n"}),
+				"policy-data":     policy(map[string]string{"data.json": grants}),
 			},
 			want: []string{"policy-decision"}, message: "policy evaluation exceeded 100ms and was stopped",
 		},

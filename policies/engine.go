@@ -171,7 +171,16 @@ func Check(ctx context.Context, b Bundle, opts ...Option) (warnings []string, er
 	if err != nil {
 		return warnings, err
 	}
-	return warnings, c.smokeTest(ctx, o.evalTimeout)
+	if err := c.smokeTest(ctx, o.evalTimeout); err != nil {
+		// Too slow is the Rego's doing, or the data's when the Rego is
+		// the default policy.
+		files := b.modulePaths()
+		if b.onlyDefaultPolicy() {
+			files = []string{DataFile}
+		}
+		return warnings, &fileError{files: files, err: err}
+	}
+	return warnings, nil
 }
 
 // Revision returns the loaded policy's revision ("" before any Load).
@@ -470,7 +479,12 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	ref := ast.MustParseRef(query)
 	if len(compiler.GetRules(ref)) == 0 {
-		return nil, warnings, fmt.Errorf("policy %s defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", name, query, ManifestFile)
+		files := b.modulePaths()
+		if b.Manifest.Metadata.Entrypoint != "" {
+			files = append(files, ManifestFile)
+		}
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, &fileError{files: files,
+			err: fmt.Errorf("defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", query, ManifestFile)})
 	}
 
 	roles, err := newRoleIndex(data)
