@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -68,6 +69,14 @@ func auth(st *State, secrets map[string][]byte) (snapshot.Auth, []Problem) {
 		if o.Issuer == "" || len(o.Audiences) == 0 {
 			bad("oidc.config needs issuer and clientID (or allowedAudiences); SSO tokens keep the last good settings")
 			break
+		}
+		if strings.TrimSpace(o.RootCA) != "" {
+			if err := extconfig.CheckCertificates([]byte(o.RootCA)); err != nil {
+				// Argo CD logs this and trusts the system's CAs instead,
+				// which the proxy's read-only image may not hold.
+				bad("oidc.config rootCA is not a PEM CA bundle: %v; give the PEM certificates of the CA that signed the issuer's certificate. SSO tokens keep the last good settings", err)
+				break
+			}
 		}
 		a.OIDC = o
 	case strings.TrimSpace(cm[keyDex]) != "":

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // benchState is issue 4's benchmark cluster: 10,000 Applications across 100
@@ -33,9 +34,8 @@ func benchState() *State {
 			map[string][]byte{"name": []byte(fmt.Sprintf("cluster-%02d", i)), "server": []byte(fmt.Sprintf("https://cluster-%02d.example.com:6443", i))})
 	}
 	for i := range 64 {
-		st.Secrets[fmt.Sprintf("backend-tls-%02d", i)] = Secret{Data: map[string][]byte{
-			"ca.crt": []byte(strings.Repeat(fmt.Sprintf("ca-%02d ", i), 200)), "tls.crt": []byte(strings.Repeat("c", 1500)), "tls.key": []byte(strings.Repeat("k", 1700)),
-		}}
+		ca, cert, key := backendTLS(i)
+		st.Secrets[fmt.Sprintf("backend-tls-%02d", i)] = Secret{Data: map[string][]byte{"ca.crt": ca, "tls.crt": cert, "tls.key": key}}
 	}
 	st.Secrets["argocd-secret"] = Secret{Data: map[string][]byte{"server.secretkey": []byte("k3y")}}
 	var ext strings.Builder
@@ -147,4 +147,18 @@ func reportSize(b *testing.B, store *Store) {
 	if len(out.Problems) > 0 {
 		b.Fatalf("the benchmark state has problems: %+v", out.Problems[0])
 	}
+}
+
+// backendTLS is the i-th backend's CA, client certificate and key, PEM:
+// the extension config refuses TLS material that is not.
+func backendTLS(i int) (ca, cert, key []byte) {
+	c, err := testkit.NewCA(fmt.Sprintf("backend-%02d", i))
+	if err != nil {
+		panic(err)
+	}
+	cert, key, err = c.Serving()
+	if err != nil {
+		panic(err)
+	}
+	return c.PEM, cert, key
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // baseState is a small, valid cluster: Applications in an enabled and a
@@ -190,6 +191,18 @@ func TestBuildKeepsLastGood(t *testing.T) {
 			},
 		},
 		{
+			name: "oidc.config whose rootCA is not PEM",
+			break_: func(st *State) {
+				st.ConfigMaps["argocd-cm"].Data["oidc.config"] = "issuer: https://new-idp.example\nclientID: argo\nrootCA: |\n  MIIB-not-a-certificate\n"
+			},
+			reason: ReasonInvalidAuthConfig,
+			check: func(t *testing.T, c *snapshot.Content) {
+				if c.Auth.OIDC == nil || c.Auth.OIDC.Issuer != "https://idp.example" || c.Auth.OIDC.RootCA != "" {
+					t.Errorf("oidc %+v: want the last good issuer, without the broken rootCA", c.Auth.OIDC)
+				}
+			},
+		},
+		{
 			name: "oidc.config that does not parse",
 			break_: func(st *State) {
 				st.ConfigMaps["argocd-cm"].Data["oidc.config"] = "issuer: [https://idp"
@@ -297,6 +310,10 @@ func TestClusters(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	idpCA, err := testkit.NewCA("idp")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		cm   map[string]string
@@ -311,6 +328,8 @@ func TestAuth(t *testing.T) {
 			snapshot.Auth{OIDC: &snapshot.OIDC{Issuer: "https://idp", Audiences: []string{"x"}, SkipAudienceCheckWhenTokenHasNoAudience: true}}},
 		{"oidc wins over dex", map[string]string{"url": "https://cd", "dex.config": "x: y", "oidc.config": "issuer: https://idp\nclientID: a\n"}, nil,
 			snapshot.Auth{URL: "https://cd", OIDC: &snapshot.OIDC{Issuer: "https://idp", Audiences: []string{"a"}}}},
+		{"oidc with a PEM rootCA", map[string]string{"oidc.config": "issuer: https://idp\nclientID: a\nrootCA: |\n  " + strings.ReplaceAll(strings.TrimSpace(string(idpCA.PEM)), "\n", "\n  ") + "\n"}, nil,
+			snapshot.Auth{OIDC: &snapshot.OIDC{Issuer: "https://idp", Audiences: []string{"a"}, RootCA: string(idpCA.PEM)}}},
 		{"groups claims from rbac scopes", nil, map[string]string{"scopes": "[groups, email]"},
 			snapshot.Auth{GroupsClaims: []string{"groups", "email"}}},
 	}

@@ -60,29 +60,67 @@ func compilePolicy(ctx context.Context, configMaps map[string]ConfigMap) policyO
 		return out
 	}
 	if _, err := policies.Check(ctx, b); err != nil {
-		for _, cm := range sources {
+		for _, cm := range sources.atFault(err) {
 			out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy,
-				Message: fmt.Sprintf("the policy does not compile, so the last good policy stays in force: %v", err)})
+				Message: fmt.Sprintf("the policy is refused, so the last good policy stays in force: %v", err)})
 		}
 		return out
 	}
 	files, err := policyFiles(b)
 	if err != nil {
-		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(sources, ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(sources.all, ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
 		return out
 	}
 	out.files, out.ok = files, true
 	return out
 }
 
+// policySources says which policy ConfigMap gave which part of the bundle.
+type policySources struct {
+	all      []string          // every policy ConfigMap, sorted
+	modules  map[string]string // module path → ConfigMap
+	data     []string          // ConfigMaps with a data.json
+	manifest string            // the ConfigMap with the .manifest
+}
+
+// atFault names the ConfigMaps an error of policies.Check is about: those
+// holding the files it names, or every policy ConfigMap when it names none
+// (or only the built-in default policy, which compiles on its own).
+func (s policySources) atFault(err error) []string {
+	var names []string
+	add := func(cm string) {
+		if cm != "" && !slices.Contains(names, cm) {
+			names = append(names, cm)
+		}
+	}
+	for _, f := range policies.FilesAtFault(err) {
+		switch f {
+		case policies.DataFile:
+			for _, cm := range s.data {
+				add(cm)
+			}
+		case policies.ManifestFile:
+			add(s.manifest)
+		default:
+			add(s.modules[f])
+		}
+	}
+	if len(names) == 0 {
+		return s.all
+	}
+	slices.Sort(names)
+	return names
+}
+
 // assemblePolicy merges the policy ConfigMaps, in name order: each .rego
 // key becomes module "<configmap>/<key>", every data.json is merged at the
 // data root (two ConfigMaps may not set the same key), and one .manifest
 // may set the bundle's manifest. With no module at all, the default policy
-// reads the merged data. It returns the names of the ConfigMaps used, and
-// ok false when a ConfigMap is unreadable (the bundle must not ship then).
-func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []string, _ []Problem, ok bool) {
+// reads the merged data. It returns which ConfigMap gave what, and ok false
+// when a ConfigMap is unreadable (the bundle must not ship then).
+func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ policySources, _ []Problem, ok bool) {
 	names := slices.Sorted(maps.Keys(configMaps))
+	sources := policySources{all: names, modules: map[string]string{}}
 	var problems []Problem
 	ok = true
 	bad := func(cm, format string, args ...any) {
@@ -100,7 +138,9 @@ func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []str
 				// Tests run with `gatehouse policy test`, not in the proxy.
 			case strings.HasSuffix(key, ".rego"):
 				b.Modules = append(b.Modules, policies.Module{Path: name + "/" + key, Source: []byte(val)})
+				sources.modules[name+"/"+key] = name
 			case key == policies.DataFile:
+				sources.data = append(sources.data, name)
 				doc, err := policies.DecodeData([]byte(val))
 				if err != nil {
 					bad(name, "data.json: %v: fix it; the last good policy stays in force", err)
@@ -115,6 +155,7 @@ func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []str
 					continue
 				}
 				manifestFrom = name
+				sources.manifest = name
 				if err := json.Unmarshal([]byte(val), &b.Manifest); err != nil {
 					bad(name, ".manifest is not valid JSON (%v); the last good policy stays in force", err)
 				}
@@ -128,7 +169,7 @@ func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []str
 		def := policies.DefaultBundle(nil)
 		b.Modules = def.Modules
 	}
-	return b, names, problems, ok
+	return b, sources, problems, ok
 }
 
 // policyFiles lays the bundle out as the policy directory of the snapshot,

@@ -1,7 +1,9 @@
 package policies
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -287,4 +289,31 @@ func BenchmarkCompile(b *testing.B) {
 	})
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MB")
 	runtime.KeepAlive(keep)
+}
+
+// BenchmarkEvalBatch is `gatehouse policy eval --inputs` over 10,000 lines
+// at the benchmark's scale: one op is the whole run, compile included.
+func BenchmarkEvalBatch(b *testing.B) {
+	bundle := DefaultBundle(benchData(1))
+	var lines bytes.Buffer
+	for i, in := range benchInputs(10000, 11) {
+		raw, err := json.Marshal(BatchLine{ID: json.RawMessage(fmt.Sprint(i)), Input: in})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines.Write(append(raw, '\n'))
+	}
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			var s BatchSummary
+			for b.Loop() {
+				var err error
+				s, err = EvalBatch(context.Background(), bundle, bytes.NewReader(lines.Bytes()), io.Discard, BatchOptions{Workers: workers})
+				if err != nil || s.Decided() != 10000 {
+					b.Fatalf("%+v, %v", s, err)
+				}
+			}
+			b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
 }

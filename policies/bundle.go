@@ -32,6 +32,10 @@ type Bundle struct {
 	Modules  []Module
 	Data     map[string]any
 	Manifest Manifest
+	// UsesDefaultPolicy is set by LoadDir and LoadFS when the directory has
+	// no policy module of its own, so the embedded default policy (and, for
+	// tests, its tests) was added.
+	UsesDefaultPolicy bool
 }
 
 // Module is one Rego source file; Path names it in compiler messages.
@@ -111,6 +115,12 @@ type LoadOptions struct {
 // LoadDir reads a bundle directory: every .rego file below it, every
 // data.json (merged at its directory's path, as in OPA bundles) and the
 // .manifest at its root. Other files, such as data.example.json, are ignored.
+//
+// A directory without a policy module of its own (*_test.rego files do not
+// count) gets the embedded default policy, as policy ConfigMaps do in the
+// cluster: data.json alone is a complete policy. With Tests, it also gets
+// the default policy's tests if it has none of its own. A directory with
+// neither .rego files nor data.json is refused.
 func LoadDir(dir string, opts LoadOptions) (Bundle, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -129,6 +139,7 @@ func LoadDir(dir string, opts LoadOptions) (Bundle, error) {
 // LoadFS is LoadDir for a directory of fsys.
 func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 	b := Bundle{Data: map[string]any{}}
+	sawData := false
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -157,6 +168,7 @@ func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 			}
 			b.Modules = append(b.Modules, Module{Path: rel, Source: src})
 		case d.Name() == DataFile:
+			sawData = true
 			raw, err := fs.ReadFile(fsys, p)
 			if err != nil {
 				return err
@@ -186,12 +198,36 @@ func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	if len(b.Modules) == 0 {
-		return Bundle{}, errors.New("no .rego files")
+	if len(b.Modules) == 0 && !sawData {
+		return Bundle{}, errors.New("no .rego files and no data.json: give a policy directory (gatehouse policy init DIR writes one)")
 	}
+	b.addDefaults(opts.Tests)
 	sort.Slice(b.Modules, func(i, j int) bool { return b.Modules[i].Path < b.Modules[j].Path })
 	return b, nil
 }
+
+// addDefaults adds the embedded default policy to a bundle without a policy
+// module of its own, and its tests if tests are wanted and it has none.
+func (b *Bundle) addDefaults(tests bool) {
+	own, ownTests := 0, 0
+	for _, m := range b.Modules {
+		if isTestModule(m.Path) {
+			ownTests++
+		} else {
+			own++
+		}
+	}
+	if own > 0 {
+		return
+	}
+	b.UsesDefaultPolicy = true
+	b.Modules = append(b.Modules, Module{Path: defaultPolicyPath, Source: DefaultPolicy()})
+	if tests && ownTests == 0 {
+		b.Modules = append(b.Modules, Module{Path: defaultTestsPath, Source: DefaultPolicyTests()})
+	}
+}
+
+func isTestModule(p string) bool { return strings.HasSuffix(p, "_test.rego") }
 
 // DecodeData decodes a data document as LoadDir reads data.json: a JSON
 // object, numbers kept exact.

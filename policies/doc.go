@@ -9,11 +9,12 @@
 // mode, and every decision is logged without tokens or secrets. Before each
 // evaluation the engine adds to the input what it works out itself: the
 // user's roles, the Application's RBAC name and the project checks (Checks),
-// the latter with Argo CD's own pattern matching (argocd/nspattern). A bundle
-// that does not compile, or whose data.gatehouse document is malformed, is
-// refused and the previous one stays.
+// the latter with Argo CD's own pattern matching (argocd/nspattern). Every
+// evaluation is bounded (WithEvalTimeout): one that runs past the bound is
+// stopped and denied. A bundle that does not compile, or whose data.gatehouse
+// document is malformed, is refused and the previous one stays.
 //
-// The admin commands call RunTests (gatehouse policy test), EvalFile
-// (gatehouse policy eval) and the casbin subpackage (gatehouse policy
-// import-casbin).
+// The admin commands call RunTests (gatehouse policy test), EvalFile and
+// EvalBatch (gatehouse policy eval) and the casbin subpackage (gatehouse
+// policy import-casbin).
 package policies

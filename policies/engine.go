@@ -47,7 +47,7 @@ type Engine struct {
 	state  atomic.Pointer[compiled]
 	loadMu sync.Mutex
 
-	hits, misses, evals, errs atomic.Uint64
+	hits, misses, evals, errs, timeouts atomic.Uint64
 }
 
 // compiled is one loaded policy version, with its own decision cache.
@@ -74,11 +74,12 @@ type compiled struct {
 }
 
 type options struct {
-	log       *slog.Logger
-	cacheTTL  time.Duration
-	cacheSize int
-	globCache int
-	now       func() time.Time
+	log         *slog.Logger
+	cacheTTL    time.Duration
+	cacheSize   int
+	globCache   int
+	evalTimeout time.Duration
+	now         func() time.Time
 }
 
 // Option configures an Engine.
@@ -94,13 +95,24 @@ func WithCache(size int, ttl time.Duration) Option {
 	return func(o *options) { o.cacheSize, o.cacheTTL = size, ttl }
 }
 
+// WithEvalTimeout bounds each evaluation of the policy (default
+// DefaultEvalTimeout, 100ms; 0 or less: no bound). An evaluation that runs
+// past it is stopped at its next expression once it has evaluated more than
+// 10,000 (a decision that did less was waiting for a core, not running
+// away), and at ten times the bound in any case. The request is then denied
+// with a reason that says so, Decide returns an error wrapping an
+// *EvalTimeoutError, and Stats counts it in Timeouts (and Errors). The bound
+// is wall-clock time, so it also keeps a decision's memory to what the
+// policy can allocate in that time.
+func WithEvalTimeout(d time.Duration) Option { return func(o *options) { o.evalTimeout = d } }
+
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // NewEngine returns an Engine with no policy; Decide fails with ErrNoPolicy
 // until Load succeeds.
 func NewEngine(opts ...Option) *Engine {
-	o := options{cacheTTL: 5 * time.Second, cacheSize: 10000, globCache: 10000, now: time.Now}
+	o := options{cacheTTL: 5 * time.Second, cacheSize: 10000, globCache: 10000, evalTimeout: DefaultEvalTimeout, now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -144,10 +156,31 @@ func (e *Engine) Load(ctx context.Context, b Bundle) error {
 }
 
 // Check compiles b without loading it, for validating a bundle before it is
-// shipped. It returns the data warnings.
-func Check(ctx context.Context, b Bundle) (warnings []string, err error) {
-	_, warnings, err = compileBundle(ctx, b, nil)
-	return warnings, err
+// shipped. It returns the data warnings. It also decides the example input
+// (extensions/input.example.json) and the same request for a system
+// extension under the evaluation bound (WithEvalTimeout; the other options
+// are ignored): a policy that cannot decide those in time would deny every
+// request like them, so it is refused with an *EvalTimeoutError in its
+// error.
+func Check(ctx context.Context, b Bundle, opts ...Option) (warnings []string, err error) {
+	o := options{evalTimeout: DefaultEvalTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c, warnings, err := compileBundle(ctx, b, nil)
+	if err != nil {
+		return warnings, err
+	}
+	if err := c.smokeTest(ctx, o.evalTimeout); err != nil {
+		// Too slow is the Rego's doing, or the data's when the Rego is
+		// the default policy.
+		files := b.modulePaths()
+		if b.onlyDefaultPolicy() {
+			files = []string{DataFile}
+		}
+		return warnings, &fileError{files: files, err: err}
+	}
+	return warnings, nil
 }
 
 // Revision returns the loaded policy's revision ("" before any Load).
@@ -169,15 +202,17 @@ func (e *Engine) Flush() {
 	}
 }
 
-// Stats are counters since the engine started.
+// Stats are counters since the engine started. Errors counts evaluations
+// that failed, Timeouts those of them stopped at the engine's bound.
 type Stats struct {
-	CacheHits, CacheMisses, Evaluations, Errors uint64
-	CacheEntries                                int
+	CacheHits, CacheMisses, Evaluations, Errors, Timeouts uint64
+	CacheEntries                                          int
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(), Errors: e.errs.Load()}
+	s := Stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(),
+		Errors: e.errs.Load(), Timeouts: e.timeouts.Load()}
 	if c := e.state.Load(); c != nil && c.cache != nil {
 		s.CacheEntries = c.cache.len()
 	}
@@ -207,16 +242,22 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 		e.misses.Add(1)
 	}
 	e.evals.Add(1)
-	d, err := c.eval(ctx, &in)
+	d, err := c.eval(ctx, &in, e.opts.evalTimeout)
 	if err != nil {
 		e.errs.Add(1)
+		reason := "denied: the policy could not be evaluated"
+		if te := (*EvalTimeoutError)(nil); errors.As(err, &te) {
+			e.timeouts.Add(1)
+			reason = "denied: " + te.Error() + "; ask an administrator to make the policy faster"
+		}
 		if !c.enforcing {
 			d = Decision{Allow: true, Shadow: true, Reason: "the policy failed (not enforcing): " + err.Error(), Revision: c.revision}
 			e.logDecision(ctx, &in, d, start, err)
 			return d, nil
 		}
-		e.logDecision(ctx, &in, Decision{Revision: c.revision, Reason: "policy error"}, start, err)
-		return Decision{Revision: c.revision, Reason: "denied: the policy could not be evaluated"}, err
+		d = Decision{Revision: c.revision, Reason: reason}
+		e.logDecision(ctx, &in, d, start, err)
+		return d, err
 	}
 	if c.cache != nil {
 		c.cache.put(key, d, e.opts.now())
@@ -225,16 +266,16 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	return d, nil
 }
 
-func (c *compiled) eval(ctx context.Context, in *Input) (Decision, error) {
-	v, err := c.evalQuery(ctx, c.input(in))
+func (c *compiled) eval(ctx context.Context, in *Input, timeout time.Duration) (Decision, error) {
+	v, err := c.evalQuery(ctx, c.input(in), timeout)
 	if err != nil {
-		return Decision{}, fmt.Errorf("evaluate policy %s: %w", c.revision, err)
+		return Decision{}, fmt.Errorf("evaluate policy %s: %w", c.name(), err)
 	}
 	d := Decision{Revision: c.revision}
 	if v == nil {
 		d.Reason = "denied: the policy made no decision"
 	} else if err := decodeDecision(v, &d, c.values.keys); err != nil {
-		return Decision{}, fmt.Errorf("policy %s: %w", c.revision, err)
+		return Decision{}, fmt.Errorf("policy %s: %w", c.name(), err)
 	}
 	if !d.Allow && !c.enforcing {
 		d.Allow, d.Shadow, d.Headers = true, true, nil
@@ -247,18 +288,17 @@ func (c *compiled) eval(ctx context.Context, in *Input) (Decision, error) {
 // rego.PreparedEvalQuery, which per evaluation starts a goroutine to watch
 // the context, collects metrics and converts the result to Go values: about
 // a quarter of the cost of an uncached decision. Cancellation still follows
-// ctx.
-func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, error) {
+// ctx, and an evaluation running past timeout (if above 0) is stopped with
+// an *EvalTimeoutError.
+func (c *compiled) evalQuery(ctx context.Context, input ast.Value, timeout time.Duration) (ast.Value, error) {
 	txn, err := c.store.NewTransaction(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer c.store.Abort(ctx, txn)
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	defer stop()
 	caches := c.evalCaches.get()
-	defer c.evalCaches.put(caches)
+	guard := &caches.guard
+	stopCtx := guard.arm(ctx, timeout)
 	q := topdown.NewQuery(c.body).
 		WithQueryCompiler(c.queryCompiler).
 		WithCompiler(c.compiler).
@@ -271,7 +311,7 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 		WithMetrics(noMetrics).
 		WithVirtualCache(&caches.rules).
 		WithBaseCache(&caches.data).
-		WithCancel(cancel)
+		WithCancel(guard)
 	var out ast.Value
 	err = q.Iter(ctx, func(qr topdown.QueryResult) error {
 		if t := qr[resultVar]; t != nil {
@@ -279,6 +319,14 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value) (ast.Value, e
 		}
 		return nil
 	})
+	reusable := guard.disarm(stopCtx, timeout)
+	timedOut := guard.timedOut
+	if reusable {
+		c.evalCaches.put(caches)
+	}
+	if err != nil && timedOut {
+		return nil, &EvalTimeoutError{Limit: timeout}
+	}
 	return out, err
 }
 
@@ -392,11 +440,11 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	query, err := b.Manifest.Query()
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: manifest: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, fmt.Errorf("manifest: %w", err)))
 	}
 	regoVersion, err := b.regoVersion()
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, err))
 	}
 	if len(b.Modules) == 0 {
 		return nil, nil, fmt.Errorf("policy %s: no Rego modules", name)
@@ -407,7 +455,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	warnings, err := ValidateData(data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
 	}
 
 	modules, err := b.parseModules(regoVersion)
@@ -420,7 +468,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	if generate && refersToGenerated(modules) {
 		mod, err := generateGrants(data)
 		if err != nil {
-			return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+			return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
 		}
 		modules[GeneratedModulePath] = mod
 	}
@@ -431,12 +479,17 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 	}
 	ref := ast.MustParseRef(query)
 	if len(compiler.GetRules(ref)) == 0 {
-		return nil, warnings, fmt.Errorf("policy %s defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", name, query, ManifestFile)
+		files := b.modulePaths()
+		if b.Manifest.Metadata.Entrypoint != "" {
+			files = append(files, ManifestFile)
+		}
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, &fileError{files: files,
+			err: fmt.Errorf("defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", query, ManifestFile)})
 	}
 
 	roles, err := newRoleIndex(data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: bindings: %w", name, err)
+		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, fmt.Errorf("bindings: %w", err)))
 	}
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
 	ropts := []func(*rego.Rego){

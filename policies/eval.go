@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -36,6 +38,13 @@ type EvalOptions struct {
 // EvalReport is what `gatehouse policy eval` prints.
 type EvalReport struct {
 	Decision Decision
+	// Err is why the policy could not decide (the decision is then a
+	// denial, as in the proxy): an evaluation error, or an
+	// *EvalTimeoutError.
+	Err error
+	// UsesDefaultPolicy: the policy directory had no policy module, so the
+	// embedded default policy decided (Bundle.UsesDefaultPolicy).
+	UsesDefaultPolicy bool
 	// Explanation is the value of ExplanationRule, if the policy has it and
 	// Explain was asked for.
 	Explanation any
@@ -68,13 +77,41 @@ func DecodeInput(raw []byte) (Input, error) {
 	dec.DisallowUnknownFields()
 	var in Input
 	if err := dec.Decode(&in); err != nil {
-		return Input{}, fmt.Errorf("decode: %w", err)
+		return Input{}, fmt.Errorf("decode: %s", jsonError(err))
 	}
 	return in, nil
 }
 
-// Eval decides one input with bundle b, as the proxy would (but uncached),
-// and explains the decision when asked.
+// jsonError says what is wrong with a JSON input in the input's terms,
+// not in Go's (encoding/json names Go types and fields).
+func jsonError(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	want := "another type"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		want = "a number"
+	}
+	if field := strings.TrimPrefix(te.Field, "Input."); field != "" && field != "Input" {
+		return fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)
+	}
+	return fmt.Sprintf("want %s, got %s", want, te.Value)
+}
+
+// Eval decides one input with bundle b, as the proxy would (but uncached,
+// with the engine's evaluation bound), and explains the decision when
+// asked. An error of the evaluation is in the report, with the denial; the
+// error returned means the policy or the options are unusable.
 func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalReport, error) {
 	switch opts.Explain {
 	case ExplainNone, ExplainNotes, ExplainFails, ExplainFull:
@@ -86,13 +123,13 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 		return nil, err
 	}
 	d, err := e.Decide(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	report := &EvalReport{Decision: d}
-	if opts.Explain == ExplainNone {
+	report := &EvalReport{Decision: d, Err: err, UsesDefaultPolicy: b.UsesDefaultPolicy}
+	if err != nil || opts.Explain == ExplainNone {
 		return report, nil
 	}
+	// Tracing costs several times the decision, which kept to the bound.
+	ctx, cancel := context.WithTimeout(ctx, hardStopFactor*DefaultEvalTimeout)
+	defer cancel()
 	c := e.state.Load()
 	in.normalize()
 	tracer := topdown.NewBufferTracer()
@@ -139,8 +176,14 @@ func (r *EvalReport) Write(w io.Writer) error {
 		verdict = "allow (shadow mode: the policy denies, but is not enforcing)"
 	}
 	fmt.Fprintf(&b, "decision: %s\nreason:   %s\n", verdict, d.Reason)
+	if r.Err != nil {
+		fmt.Fprintf(&b, "error:    %v\n", r.Err)
+	}
 	if d.Revision != "" {
 		fmt.Fprintf(&b, "revision: %s\n", d.Revision)
+	}
+	if r.UsesDefaultPolicy {
+		b.WriteString("policy:   the default policy (built in; the directory has no .rego policy of its own)\n")
 	}
 	if len(d.Headers) > 0 {
 		b.WriteString("headers:\n")

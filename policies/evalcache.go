@@ -33,10 +33,12 @@ type ruleCacheEntry struct {
 // evalCaches hands out the caches of one evaluation, emptied.
 type evalCaches struct{ pool sync.Pool }
 
-// evalCache is what evaluation caches, kept for reuse.
+// evalCache is what evaluation caches, kept for reuse, and the guard that
+// stops the evaluation.
 type evalCache struct {
 	rules ruleCache
 	data  dataCache
+	guard evalGuard
 }
 
 func (p *evalCaches) get() *evalCache {

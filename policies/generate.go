@@ -48,7 +48,7 @@ func checkNotGenerated(modules map[string]*ast.Module) error {
 	generatedRef := ast.MustParseRef(GeneratedPackage)
 	for path, m := range modules {
 		if m.Package.Path.HasPrefix(generatedRef) {
-			return fmt.Errorf("%s: package %s is reserved for the module the engine generates from data.%s", path, GeneratedPackage, DataKey)
+			return inFile(path, fmt.Errorf("%s: package %s is reserved for the module the engine generates from data.%s", path, GeneratedPackage, DataKey))
 		}
 	}
 	return nil

@@ -226,11 +226,11 @@ func TestGeneratedGrantsMatchData(t *testing.T) {
 			for i := range c.ins {
 				in := c.ins[i]
 				in.normalize()
-				a, err := generated.eval(ctx, &in)
+				a, err := generated.eval(ctx, &in, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := fromData.eval(ctx, &in)
+				d, err := fromData.eval(ctx, &in, 0)
 				if err != nil {
 					t.Fatal(err)
 				}

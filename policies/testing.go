@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"time"
 
@@ -69,6 +70,10 @@ func RunTests(ctx context.Context, dir string, opts TestOptions) (TestReport, er
 
 // RunBundleTests is RunTests for a bundle already in memory.
 func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
+	// OPA's runner reports a bad filter as an error of the policy.
+	if _, err := regexp.Compile(opts.Run); err != nil {
+		return TestReport{}, fmt.Errorf("select tests by %q: not a regular expression: %w", opts.Run, err)
+	}
 	regoVersion, err := b.regoVersion()
 	if err != nil {
 		return TestReport{}, err

@@ -100,8 +100,17 @@ func (o *controllerOptions) Validate() []error {
 	if err := validateSource(o.Source); err != nil {
 		errs = append(errs, err)
 	}
-	if sourceDir(o.Source) != "" {
-		if o.Agents.StaticTokenFile == "" || !o.Agents.enabled() {
+	if o.Agents.SnapshotDir != "" && !o.Agents.enabled() {
+		errs = append(errs, fmt.Errorf("--snapshot-dir serves agents, and --agent-bind-address %q turns the agent endpoint off: give an address such as :8443, or leave --snapshot-dir out", o.Agents.BindAddress))
+	}
+	if dir := sourceDir(o.Source); dir != "" {
+		if err := checkSourceDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+		switch {
+		case !o.Agents.enabled():
+			errs = append(errs, fmt.Errorf("--source dir:PATH builds the snapshot only for agents, and --agent-bind-address %q turns the agent endpoint off, so there would be nothing to run: give an address such as :8443", o.Agents.BindAddress))
+		case o.Agents.StaticTokenFile == "":
 			errs = append(errs, errors.New("--source dir:PATH runs without a cluster: agents need --agent-static-token-file (there is no TokenReview)"))
 		}
 		if o.Agents.SnapshotDir != "" {

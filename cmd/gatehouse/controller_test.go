@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -9,21 +11,33 @@ import (
 // TestControllerFlagsRefuseWhatCannotWork: a misconfigured controller stops
 // before it touches anything, naming the flag to fix.
 func TestControllerFlagsRefuseWhatCannotWork(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "settings.yaml")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nonexistent")
 	tests := []struct {
-		name string
-		args []string
-		want string
+		name    string
+		args    []string
+		want    string
+		notWant string
 	}{
-		{"unknown source", []string{"--source", "git:repo"}, `--source "git:repo": use "kubernetes" or "dir:PATH"`},
-		{"dir source without static tokens", []string{"--source", "dir:/tmp/x"}, "agents need --agent-static-token-file"},
-		{"dir source with agents off", []string{"--source", "dir:/tmp/x", "--agent-bind-address", "0", "--agent-static-token-file", "f"}, "agents need --agent-static-token-file"},
-		{"two things to serve", []string{"--source", "dir:/tmp/x", "--agent-static-token-file", "f", "--snapshot-dir", "/tmp/y"}, "--snapshot-dir and --source dir:PATH both say what to serve"},
+		{name: "unknown source", args: []string{"--source", "git:repo"}, want: `--source "git:repo": use "kubernetes" or "dir:PATH"`},
+		{name: "dir source without static tokens", args: []string{"--source", "dir:" + dir}, want: "agents need --agent-static-token-file"},
+		{name: "dir source with agents off", args: []string{"--source", "dir:" + dir, "--agent-bind-address", "0", "--agent-static-token-file", "f"},
+			want: `--source dir:PATH builds the snapshot only for agents, and --agent-bind-address "0" turns the agent endpoint off`, notWant: "agents need --agent-static-token-file"},
+		{name: "snapshot directory with agents off", args: []string{"--snapshot-dir", dir, "--agent-bind-address", "0", "--namespace", "gatehouse"},
+			want: `--snapshot-dir serves agents, and --agent-bind-address "0" turns the agent endpoint off`},
+		{name: "two things to serve", args: []string{"--source", "dir:" + dir, "--agent-static-token-file", "f", "--snapshot-dir", dir}, want: "--snapshot-dir and --source dir:PATH both say what to serve"},
+		{name: "dir source that does not exist", args: []string{"--source", "dir:" + missing, "--agent-static-token-file", "f"}, want: "--source dir:" + missing + ": no such directory"},
+		{name: "dir source that is a file", args: []string{"--source", "dir:" + file, "--agent-static-token-file", "f"}, want: "--source dir:" + file + " is a file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(append([]string{"controller"}, tt.args...), &out, &errb)
-			if code != 2 || !strings.Contains(errb.String(), tt.want) {
+			if code != 2 || !strings.Contains(errb.String(), tt.want) || (tt.notWant != "" && strings.Contains(errb.String(), tt.notWant)) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tt.want)
 			}
 		})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +39,21 @@ func validateSource(source string) error {
 		return nil
 	}
 	return fmt.Errorf(`--source %q: use "kubernetes" or "dir:PATH"`, source)
+}
+
+// checkSourceDir refuses a --source dir:PATH that is not a directory: the
+// controller would otherwise run, never ready, waiting for it to appear.
+func checkSourceDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--source dir:%s: no such directory: give the directory of Kubernetes YAML to build the snapshot from", dir)
+	case err != nil:
+		return fmt.Errorf("--source dir:%s: %w", dir, err)
+	case !info.IsDir():
+		return fmt.Errorf("--source dir:%s is a file: give the directory that holds it", dir)
+	}
+	return nil
 }
 
 // controlPlaneOptions wire the snapshot pipeline to its source.

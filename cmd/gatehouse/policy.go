@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
+	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -19,9 +17,12 @@ func newPolicyCommand() *cobra.Command {
 		Short: "Test, evaluate and import extension authorization policies (OPA Rego)",
 		Long: `Work with the Rego policies that decide who may call which extension for
 which Application. A policy directory holds .rego files, data.json and an
-optional OPA .manifest (metadata.enforcing: false puts it in shadow mode).`,
+optional OPA .manifest (metadata.enforcing: false puts it in shadow mode).
+A directory with data.json and no .rego policy of its own is the built-in
+default policy with that data, as in the cluster; gatehouse policy init DIR
+writes a starting point.`,
 	}
-	cmd.AddCommand(newPolicyTestCommand(), newPolicyEvalCommand(), newPolicyImportCasbinCommand())
+	cmd.AddCommand(newPolicyInitCommand(), newPolicyTestCommand(), newPolicyEvalCommand(), newPolicyImportCasbinCommand())
 	return cmd
 }
 
@@ -31,8 +32,18 @@ func newPolicyTestCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test DIR",
 		Short: "Run a policy's Rego tests (*_test.rego) with OPA's test runner",
-		Args:  cobra.ExactArgs(1),
+		Long: `Run the Rego tests (test_ rules, in *_test.rego files) of the policy in DIR
+with OPA's test runner and DIR's data.json as data. A directory without a
+.rego policy of its own is tested with the built-in default policy, and with
+the default policy's tests if it has none of its own.
+
+Exit status: 0 all tests pass, 1 a test fails (or none ran), 2 the policy
+cannot be read or does not compile.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := regexp.Compile(run); err != nil {
+				return fmt.Errorf("--run %q is not a regular expression: %w", run, err)
+			}
 			rep, err := policies.RunTests(cmd.Context(), args[0], policies.TestOptions{Run: run})
 			if err != nil {
 				return err
@@ -49,52 +60,6 @@ func newPolicyTestCommand() *cobra.Command {
 	cmd.Flags().StringVar(&run, "run", "", "only tests whose name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every test, not only failures")
 	return cmd
-}
-
-func newPolicyEvalCommand() *cobra.Command {
-	var dir, input, explain string
-	cmd := &cobra.Command{
-		Use:   "eval --policy DIR --input FILE",
-		Short: "Print the decision a policy makes for one input",
-		Long: `Evaluate the policy in DIR for the JSON input in FILE (user, extension,
-application, project, cluster, request) and print allow, reason and headers.
---explain prints why: notes, fails or a full trace.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			return explainArg(cmd, args, &explain)
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" || input == "" {
-				return errors.New("give the policy directory with --policy and the input file with --input")
-			}
-			rep, err := policies.EvalFile(cmd.Context(), dir, input, policies.EvalOptions{Explain: explain})
-			if err != nil {
-				return err
-			}
-			return rep.Write(cmd.OutOrStdout())
-		},
-	}
-	cmd.Flags().StringVar(&dir, "policy", "", "policy directory")
-	cmd.Flags().StringVar(&input, "input", "", "JSON file with the input")
-	cmd.Flags().StringVar(&explain, "explain", "", `explain the decision: "notes", "fails" or "full"`)
-	cmd.Flags().Lookup("explain").NoOptDefVal = "notes"
-	return cmd
-}
-
-// explainArg takes "--explain full", with a space, as "--explain=full": a
-// flag with an optional value reads only the "=" form, and the word would
-// otherwise be an argument the command refuses. Any other argument is
-// refused.
-func explainArg(cmd *cobra.Command, args []string, explain *string) error {
-	if len(args) == 0 {
-		return nil
-	}
-	modes := []string{policies.ExplainNotes, policies.ExplainFails, policies.ExplainFull}
-	f := cmd.Flags().Lookup("explain")
-	if len(args) == 1 && f.Changed && *explain == f.NoOptDefVal && slices.Contains(modes, args[0]) {
-		*explain = args[0]
-		return nil
-	}
-	return fmt.Errorf("unexpected argument %q: give the policy with --policy, the input with --input and the explain mode as --explain=%s", args[0], strings.Join(modes, "|"))
 }
 
 func newPolicyImportCasbinCommand() *cobra.Command {

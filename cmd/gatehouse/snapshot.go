@@ -25,7 +25,7 @@ type snapshotOptions struct {
 }
 
 func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Out, "out", "", "write the snapshot's files under this directory (it must not exist); `gatehouse controller --snapshot-dir` serves it as is")
+	fs.StringVar(&o.Out, "out", "", "write the snapshot's files under `DIR`, which must not exist; gatehouse controller --snapshot-dir serves it as is")
 	fs.StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", settings.DefaultNamespace, "namespace Argo CD runs in")
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live (Argo CD syntax); default: argocd-cmd-params-cm in the input")
 }

@@ -23,6 +23,8 @@ const signingKey = "server.secretkey"
 // error so one round of fixes suffices.
 type builder struct {
 	lookup SecretLookup
+	// tlsChecked is the parser's, shared by every definition.
+	tlsChecked map[string]error
 	// argo: the definition comes from argocd-cm and keeps Argo CD's meaning.
 	argo bool
 	// prefix is "backend." in a list entry, "" in a keyed value, where the
@@ -45,7 +47,10 @@ func (p *parser) build(configMap string, e entry) (built, bool) {
 		unknown []string
 		err     error
 	)
-	b := &builder{lookup: p.lookup, argo: configMap == ArgoCDConfigMap, secrets: map[string][]byte{}}
+	if p.tlsChecked == nil {
+		p.tlsChecked = map[string]error{}
+	}
+	b := &builder{lookup: p.lookup, tlsChecked: p.tlsChecked, argo: configMap == ArgoCDConfigMap, secrets: map[string][]byte{}}
 	if e.keyed {
 		var k rawKeyed
 		unknown, err = decode(e.raw, &k)
@@ -251,7 +256,11 @@ func (b *builder) tls(where string, raw rawTLS) *snapshot.TLS {
 		if r.Name == "" {
 			b.fail("%s.caSecretRef: name is required", where)
 		} else if v, ok := b.secretValue(where+".caSecretRef", r.Name, key, false); ok {
-			t.CA = &snapshot.SecretRef{Path: b.keep(r.Name, key, v)}
+			if err := b.checkOnce("ca "+r.Name+"/"+key, func() error { return CheckCertificates(v) }); err != nil {
+				b.fail("%s.caSecretRef: Secret %q key %q is not a PEM CA bundle: %v; put the PEM certificates of the CA that signed the backend's certificate there", where, r.Name, key, err)
+			} else {
+				t.CA = &snapshot.SecretRef{Path: b.keep(r.Name, key, v)}
+			}
 		}
 	}
 	if r := raw.ClientCertSecretRef; r != nil {
@@ -263,11 +272,25 @@ func (b *builder) tls(where string, raw rawTLS) *snapshot.TLS {
 		cert, certOK := b.secretValue(where+".clientCertSecretRef", r.Name, "tls.crt", false)
 		key, keyOK := b.secretValue(where+".clientCertSecretRef", r.Name, "tls.key", false)
 		if certOK && keyOK {
+			if err := b.checkOnce("pair "+r.Name, func() error { return checkKeyPair(cert, key) }); err != nil {
+				b.fail("%s.clientCertSecretRef: Secret %q is not a PEM client certificate and key: %v; a kubernetes.io/tls Secret holds them in tls.crt and tls.key", where, r.Name, err)
+				return t
+			}
 			t.ClientCert = &snapshot.SecretRef{Path: b.keep(r.Name, "tls.crt", cert)}
 			t.ClientKey = &snapshot.SecretRef{Path: b.keep(r.Name, "tls.key", key)}
 		}
 	}
 	return t
+}
+
+// checkOnce runs check the first time the parse meets what it checks.
+func (b *builder) checkOnce(what string, check func() error) error {
+	err, ok := b.tlsChecked[what]
+	if !ok {
+		err = check()
+		b.tlsChecked[what] = err
+	}
+	return err
 }
 
 // secretValue looks a reference up; the errors name the Secret and key,

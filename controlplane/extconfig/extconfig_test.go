@@ -289,6 +289,26 @@ extensions:
 			},
 		},
 		{
+			name: "TLS material that is not PEM, or not a certificate and its key, drops the extension",
+			gatehouse: map[string]string{ConfigKey: `
+extensions:
+- name: ca-not-pem
+  backend: {services: [{url: https://x, tls: {caSecretRef: {name: not-pem}}}]}
+- name: key-as-ca
+  backend: {services: [{url: https://x, tls: {caSecretRef: {name: key-as-ca}}}]}
+- name: client-not-pem
+  backend: {services: [{url: https://x, tls: {clientCertSecretRef: {name: not-pem}}}]}
+- name: wrong-key
+  backend: {services: [{url: https://x, tls: {clientCertSecretRef: {name: wrong-key}}}]}
+`},
+			problems: []want{
+				{gatehouseSrc(ConfigKey), "ca-not-pem", false, []string{`backend.services[0].tls.caSecretRef: Secret "not-pem" key "ca.crt" is not a PEM CA bundle: it holds no PEM certificate`}},
+				{gatehouseSrc(ConfigKey), "client-not-pem", false, []string{`backend.services[0].tls.clientCertSecretRef: Secret "not-pem" is not a PEM client certificate and key: tls.crt: it holds no PEM certificate`}},
+				{gatehouseSrc(ConfigKey), "key-as-ca", false, []string{`Secret "key-as-ca" key "ca.crt" is not a PEM CA bundle: PEM block 1 is "EC PRIVATE KEY", not a CERTIFICATE; put the PEM certificates`}},
+				{gatehouseSrc(ConfigKey), "wrong-key", false, []string{`Secret "wrong-key" is not a PEM client certificate and key: tls.key does not hold the private key of tls.crt (tls: private key does not match public key)`}},
+			},
+		},
+		{
 			name: "gatehouse-extensions replaces argocd-cm's extension of the same name, silently",
 			argo: map[string]string{
 				ConfigKey:          "extensions:\n- {name: shared, backend: {services: [{url: http://from-argocd}]}}\n- {name: argo-only, backend: {services: [{url: http://argo-only}]}}",
@@ -525,14 +545,17 @@ extensions:
 	})
 	checkResult(t, res, secrets, "")
 	want := map[string][]byte{
-		"argocd-secret/some.argocd.secret.key": []byte("VALUE-some-header"), // trimmed, as Argo CD does
-		"backend-ca/ca.crt":                    []byte("VALUE-ca-pem\n"),    // TLS material as written
+		"argocd-secret/some.argocd.secret.key": []byte("VALUE-some-header"),                  // trimmed, as Argo CD does
+		"backend-ca/ca.crt":                    []byte(secrets["backend-ca"].data["ca.crt"]), // TLS material as written
 	}
 	if !reflect.DeepEqual(res.Secrets, want) {
 		t.Errorf("secrets: got %q, want %q", res.Secrets, want)
 	}
 }
 
+// A value that is a header cannot be a CA too (a header holds no line
+// break, PEM does): the header is served, trimmed, and the CA refused, in
+// either order.
 func TestSecretUsedAsHeaderAndCAIsKeptTrimmed(t *testing.T) {
 	secrets := fixtureSecrets()
 	secrets["both"] = fakeSecret{labels: partOfArgoCD, data: map[string]string{"ca.crt": "VALUE-both\n"}}
@@ -546,6 +569,9 @@ func TestSecretUsedAsHeaderAndCAIsKeptTrimmed(t *testing.T) {
 		})
 		if got := string(res.Secrets["both/ca.crt"]); got != "VALUE-both" {
 			t.Errorf("order %v: got %q, want the trimmed value", order, got)
+		}
+		if len(res.Extensions) != 1 || res.Extensions[0].Name != order[0] || len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error(), "is not a PEM CA bundle") {
+			t.Errorf("order %v: extensions %+v, problems %v: want the header's served and the CA's refused", order, res.Extensions, res.Problems)
 		}
 	}
 }

@@ -2,9 +2,11 @@ package extconfig
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 type fakeSecret struct {
@@ -28,8 +30,26 @@ func (s secretStore) lookup(name string) (map[string][]byte, map[string]string, 
 
 var partOfArgoCD = map[string]string{labelPartOf: "argocd"}
 
-// The values are distinctive so tests can prove they never reach a message.
+// testCert is a CA certificate, and a certificate and its key it issued,
+// PEM-encoded, made once for the fixture's TLS Secrets.
+var testCert = sync.OnceValues(func() (caPEM string, pair [2]string) {
+	ca, err := testkit.NewCA("backend")
+	if err != nil {
+		panic(err)
+	}
+	cert, key, err := ca.Serving()
+	if err != nil {
+		panic(err)
+	}
+	return string(ca.PEM), [2]string{string(cert), string(key)}
+})
+
+// The values are distinctive so tests can prove they never reach a message;
+// TLS material is PEM with the distinctive text before its block, which PEM
+// readers skip.
 func fixtureSecrets() secretStore {
+	ca, pair := testCert()
+	cert, key := pair[0], pair[1]
 	return secretStore{
 		ArgoCDSecret: {labels: partOfArgoCD, data: map[string]string{
 			"server.secretkey":                    "VALUE-signing-key",
@@ -44,15 +64,31 @@ func fixtureSecrets() secretStore {
 		}},
 		"unlabelled": {data: map[string]string{"token": "VALUE-unlabelled"}},
 		"backend-ca": {data: map[string]string{
-			"ca.crt": "VALUE-ca-pem\n", "other.pem": "VALUE-other-pem", "unused": "VALUE-unused-ca",
+			"ca.crt": "VALUE-ca-pem\n" + ca, "other.pem": "VALUE-other-pem\n" + ca, "unused": "VALUE-unused-ca",
 		}},
-		"client-cert": {data: map[string]string{"tls.crt": "VALUE-client-crt", "tls.key": "VALUE-client-key"}},
+		"client-cert": {data: map[string]string{"tls.crt": "VALUE-client-crt\n" + cert, "tls.key": "VALUE-client-key\n" + key}},
+		"not-pem":     {data: map[string]string{"ca.crt": "VALUE-not-pem", "tls.crt": "VALUE-not-pem-crt", "tls.key": "VALUE-not-pem-key"}},
+		"key-as-ca":   {data: map[string]string{"ca.crt": "VALUE-key-as-ca\n" + key}},
+		"wrong-key":   {data: map[string]string{"tls.crt": "VALUE-wrong-key-crt\n" + cert, "tls.key": "VALUE-wrong-key\n" + otherKey()}},
 		"half-cert":   {data: map[string]string{"tls.crt": "VALUE-half-crt"}},
 		"cluster-prod": {
 			labels: map[string]string{labelPartOf: "argocd", labelSecretType: "cluster"},
 			data:   map[string]string{"name": "prod", "server": "https://prod", "config": "VALUE-cluster-creds"},
 		},
 	}
+}
+
+// otherKey is a private key that matches no certificate of the fixture.
+func otherKey() string {
+	ca, err := testkit.NewCA("other")
+	if err != nil {
+		panic(err)
+	}
+	_, key, err := ca.Serving()
+	if err != nil {
+		panic(err)
+	}
+	return string(key)
 }
 
 // secretValues are every value in the fixture, to prove none reaches a

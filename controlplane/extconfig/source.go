@@ -16,6 +16,10 @@ import (
 type parser struct {
 	lookup   SecretLookup
 	problems []Problem
+	// tlsChecked holds the outcome of checking each referenced Secret's
+	// TLS material: many extensions share a few Secrets, and a key pair
+	// costs a public-key computation to check.
+	tlsChecked map[string]error
 }
 
 func (p *parser) report(source, extension string, warning bool, err error) {

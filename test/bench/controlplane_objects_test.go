@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // Issue 4's benchmark cluster adds, on top of the Applications and
@@ -34,14 +36,19 @@ func seedControlPlane(ctx context.Context, cl client.Client) error {
 		})
 	}
 	for i := range numTLSSecrets {
+		// PEM: the extension config refuses TLS material that is not.
+		ca, err := testkit.NewCA(fmt.Sprintf("backend-%02d", i))
+		if err != nil {
+			panic(err)
+		}
+		cert, key, err := ca.Serving()
+		if err != nil {
+			panic(err)
+		}
 		objs = append(objs, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("backend-tls-%02d", i), Namespace: controlPlane},
 			Type:       corev1.SecretTypeTLS,
-			StringData: map[string]string{
-				"ca.crt":  strings.Repeat(fmt.Sprintf("ca-%02d ", i), 200),
-				"tls.crt": strings.Repeat("c", 1500),
-				"tls.key": strings.Repeat("k", 1700),
-			},
+			StringData: map[string]string{"ca.crt": string(ca.PEM), "tls.crt": string(cert), "tls.key": string(key)},
 		})
 	}
 	var ext strings.Builder

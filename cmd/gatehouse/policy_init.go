@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gatehouse-dev/gatehouse/policies"
+)
+
+// policyInitOptions are the flags of `gatehouse policy init`.
+type policyInitOptions struct {
+	Force    bool
+	DataOnly bool
+}
+
+func (o *policyInitOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Force, "force", false, "write into a directory that is not empty (files of the same names are replaced, others left alone)")
+	fs.BoolVar(&o.DataOnly, "data-only", false, "write only data.json and input.json: the built-in default policy decides, and stays the one each Gatehouse release ships")
+}
+
+// policyInitFile is one file `policy init` writes.
+type policyInitFile struct {
+	name, what string
+	content    []byte
+	policy     bool // left out with --data-only
+}
+
+func policyInitFiles() []policyInitFile {
+	return []policyInitFile{
+		{"policy.rego", "the default policy", policies.DefaultPolicy(), true},
+		{"policy_test.rego", "its Rego tests", policies.DefaultPolicyTests(), true},
+		{"data.json", "example grants: roles, bindings of users and groups, configuration", policies.ExampleData(), false},
+		{"input.json", "an example request, which the example grants allow", policies.ExampleInput(), false},
+	}
+}
+
+func newPolicyInitCommand() *cobra.Command {
+	o := &policyInitOptions{}
+	cmd := &cobra.Command{
+		Use:   "init DIR",
+		Short: "Write the default policy, its tests, example data and an example input into DIR",
+		Long: `Write a policy directory to start from: the default policy (policy.rego)
+and its Rego tests (policy_test.rego) as built into this release, example
+grants (data.json) and an example request (input.json). DIR is created if
+it does not exist and must be empty unless --force is given.
+
+With --data-only only data.json and input.json are written. A directory (or
+set of policy ConfigMaps) with data.json and no .rego policy uses the
+default policy built into Gatehouse, which then follows each release; copy
+the policy only to change it.`,
+		Example: `  gatehouse policy init policy/
+  gatehouse policy test policy/
+  gatehouse policy eval --policy policy/ --input policy/input.json --explain`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPolicyInit(cmd.OutOrStdout(), o, args[0])
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runPolicyInit(w io.Writer, o *policyInitOptions, dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	case err != nil:
+		return fmt.Errorf("read %s: %w", dir, err)
+	case len(entries) > 0 && !o.Force:
+		return fmt.Errorf("%s is not empty: give an empty or new directory, or --force to replace the files policy init writes (%s)", dir, initFileNames(o))
+	}
+	for _, f := range policyInitFiles() {
+		if f.policy && o.DataOnly {
+			continue
+		}
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.content, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+		fmt.Fprintf(w, "wrote %s: %s\n", p, f.what)
+	}
+	_, err = fmt.Fprintf(w, "next: gatehouse policy test %s\n      gatehouse policy eval --policy %s --input %s --explain\n",
+		dir, dir, filepath.Join(dir, "input.json"))
+	return err
+}
+
+func initFileNames(o *policyInitOptions) string {
+	var names string
+	for _, f := range policyInitFiles() {
+		if f.policy && o.DataOnly {
+			continue
+		}
+		if names != "" {
+			names += ", "
+		}
+		names += f.name
+	}
+	return names
+}
