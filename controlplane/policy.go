@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/controlplane/policyconfig"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -51,84 +52,42 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 	return pc.lastGood, slices.Clone(pc.outcome.problems)
 }
 
-// compilePolicy assembles, compiles and lays out the policy of the given
-// ConfigMaps.
+// compilePolicy reads, assembles (policyconfig.Assemble: ConfigMaps in name
+// order, data merged, .rego key k of ConfigMap c as module "c/k"), compiles
+// and lays out the policy of the given ConfigMaps.
 func compilePolicy(ctx context.Context, configMaps map[string]ConfigMap) policyOutcome {
-	b, sources, problems, ok := assemblePolicy(configMaps)
-	out := policyOutcome{problems: problems}
-	if !ok {
+	var out policyOutcome
+	var sources []policyconfig.Source
+	readable := true
+	for _, name := range slices.Sorted(maps.Keys(configMaps)) {
+		s, problems, ok := policyconfig.FromConfigMap(name, configMaps[name].Data)
+		out.problems = append(out.problems, fromPolicyProblems(problems)...)
+		readable = readable && ok
+		sources = append(sources, s)
+	}
+	if !readable {
 		return out
 	}
-	if _, err := policies.Check(ctx, b); err != nil {
-		for _, cm := range sources {
-			out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy,
-				Message: fmt.Sprintf("the policy does not compile, so the last good policy stays in force: %v", err)})
-		}
+	b, problems, ok := policyconfig.Compile(ctx, sources)
+	out.problems = append(out.problems, fromPolicyProblems(problems)...)
+	if !ok {
 		return out
 	}
 	files, err := policyFiles(b)
 	if err != nil {
-		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(sources, ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(slices.Sorted(maps.Keys(configMaps)), ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
 		return out
 	}
 	out.files, out.ok = files, true
 	return out
 }
 
-// assemblePolicy merges the policy ConfigMaps, in name order: each .rego
-// key becomes module "<configmap>/<key>", every data.json is merged at the
-// data root (two ConfigMaps may not set the same key), and one .manifest
-// may set the bundle's manifest. With no module at all, the default policy
-// reads the merged data. It returns the names of the ConfigMaps used, and
-// ok false when a ConfigMap is unreadable (the bundle must not ship then).
-func assemblePolicy(configMaps map[string]ConfigMap) (_ policies.Bundle, _ []string, _ []Problem, ok bool) {
-	names := slices.Sorted(maps.Keys(configMaps))
-	var problems []Problem
-	ok = true
-	bad := func(cm, format string, args ...any) {
-		ok = false
-		problems = append(problems, Problem{Kind: "ConfigMap", Name: cm, Reason: ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)})
+func fromPolicyProblems(ps []policyconfig.Problem) []Problem {
+	out := make([]Problem, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Problem{Kind: p.Kind, Name: p.Name, Reason: p.Reason, Message: p.Message, Warning: p.Warning})
 	}
-	b := policies.Bundle{Data: map[string]any{}}
-	manifestFrom := ""
-	for _, name := range names {
-		data := configMaps[name].Data
-		for _, key := range slices.Sorted(maps.Keys(data)) {
-			val := data[key]
-			switch {
-			case strings.HasSuffix(key, "_test.rego"):
-				// Tests run with `gatehouse policy test`, not in the proxy.
-			case strings.HasSuffix(key, ".rego"):
-				b.Modules = append(b.Modules, policies.Module{Path: name + "/" + key, Source: []byte(val)})
-			case key == policies.DataFile:
-				doc, err := policies.DecodeData([]byte(val))
-				if err != nil {
-					bad(name, "data.json: %v: fix it; the last good policy stays in force", err)
-					continue
-				}
-				if err := policies.MergeData(b.Data, doc); err != nil {
-					bad(name, "data.json: %v (another policy ConfigMap sets it too): set each key in one ConfigMap; the last good policy stays in force", err)
-				}
-			case key == policies.ManifestFile:
-				if manifestFrom != "" {
-					bad(name, ".manifest is also set in ConfigMap %s: keep one; the last good policy stays in force", manifestFrom)
-					continue
-				}
-				manifestFrom = name
-				if err := json.Unmarshal([]byte(val), &b.Manifest); err != nil {
-					bad(name, ".manifest is not valid JSON (%v); the last good policy stays in force", err)
-				}
-			default:
-				problems = append(problems, Problem{Kind: "ConfigMap", Name: name, Reason: ReasonInvalidPolicy, Warning: true,
-					Message: fmt.Sprintf("key %q is ignored: policy ConfigMaps hold *.rego files, data.json and .manifest", key)})
-			}
-		}
-	}
-	if len(b.Modules) == 0 {
-		def := policies.DefaultBundle(nil)
-		b.Modules = def.Modules
-	}
-	return b, names, problems, ok
+	return out
 }
 
 // policyFiles lays the bundle out as the policy directory of the snapshot,
