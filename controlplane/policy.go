@@ -8,20 +8,33 @@ import (
 	"slices"
 	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/policyconfig"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // policyCompiler assembles the policy bundle from ConfigMaps labelled
-// gatehouse.io/policy=true and compiles it before it may ship. A bundle that
-// does not compile is refused and the last good one stays. Compiling takes
-// up to a couple of hundred milliseconds and decoding the data documents
-// more than the rest of a one-Application build, so the outcome is kept
-// until the policy ConfigMaps change: unrelated changes cost one comparison.
+// gatehouse.io/policy=true and the artifacts of PolicyBundles, and compiles
+// it before it may ship. A bundle that does not compile is refused and the
+// last good one stays. Compiling takes up to a couple of hundred
+// milliseconds and decoding the data documents more than the rest of a
+// one-Application build, so the outcome is kept until the policy inputs
+// change: unrelated changes cost one comparison.
 type policyCompiler struct {
-	inputs   map[string]ConfigMap // nil before the first build
-	outcome  policyOutcome
-	lastGood map[string][]byte
+	maxBundleBytes int64
+	inputs         *policyInputs // nil before the first build
+	outcome        policyOutcome
+	lastGood       map[string][]byte
+}
+
+// policyInputs are what the policy is built from.
+type policyInputs struct {
+	configMaps map[string]ConfigMap
+	artifacts  map[string]BundleArtifact // of PolicyBundles that exist
+}
+
+func (a *policyInputs) equal(b *policyInputs) bool {
+	return maps.EqualFunc(a.configMaps, b.configMaps, equalConfigMap) && maps.EqualFunc(a.artifacts, b.artifacts, equalArtifact)
 }
 
 type policyOutcome struct {
@@ -32,19 +45,25 @@ type policyOutcome struct {
 
 // build returns the policy files for the snapshot and the problems found.
 func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []Problem) {
-	inputs := map[string]ConfigMap{}
+	in := &policyInputs{configMaps: map[string]ConfigMap{}, artifacts: map[string]BundleArtifact{}}
 	for name, cm := range st.ConfigMaps {
 		if cm.Labels[LabelPolicy] == "true" {
-			inputs[name] = cm
+			in.configMaps[name] = cm
 		}
 	}
-	if pc.inputs == nil || !maps.EqualFunc(inputs, pc.inputs, equalConfigMap) {
-		pc.outcome = compilePolicy(ctx, inputs)
-		// A copy: the comparison must not see later edits of these maps.
-		pc.inputs = make(map[string]ConfigMap, len(inputs))
-		for name, cm := range inputs {
-			pc.inputs[name] = ConfigMap{Labels: maps.Clone(cm.Labels), Data: maps.Clone(cm.Data)}
+	for name := range st.PolicyBundles {
+		if a, ok := st.BundleArtifacts[name]; ok {
+			in.artifacts[name] = a
 		}
+	}
+	if pc.inputs == nil || !in.equal(pc.inputs) {
+		pc.outcome = compilePolicy(ctx, in, pc.maxBundleBytes)
+		// A copy: the comparison must not see later edits of these maps.
+		kept := &policyInputs{configMaps: make(map[string]ConfigMap, len(in.configMaps)), artifacts: maps.Clone(in.artifacts)}
+		for name, cm := range in.configMaps {
+			kept.configMaps[name] = ConfigMap{Labels: maps.Clone(cm.Labels), Data: maps.Clone(cm.Data)}
+		}
+		pc.inputs = kept
 		if pc.outcome.ok {
 			pc.lastGood = pc.outcome.files
 		}
@@ -52,18 +71,31 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 	return pc.lastGood, slices.Clone(pc.outcome.problems)
 }
 
-// compilePolicy reads, assembles (policyconfig.Assemble: ConfigMaps in name
-// order, data merged, .rego key k of ConfigMap c as module "c/k"), compiles
-// and lays out the policy of the given ConfigMaps.
-func compilePolicy(ctx context.Context, configMaps map[string]ConfigMap) policyOutcome {
+// compilePolicy reads, assembles (policyconfig.Assemble: ConfigMaps, then
+// PolicyBundles, in name order, data merged, .rego key k of ConfigMap c as
+// module "c/k", file f of PolicyBundle b as "PolicyBundle/b/f"), compiles
+// and lays out the policy.
+func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64) policyOutcome {
 	var out policyOutcome
 	var sources []policyconfig.Source
 	readable := true
-	for _, name := range slices.Sorted(maps.Keys(configMaps)) {
-		s, problems, ok := policyconfig.FromConfigMap(name, configMaps[name].Data)
+	for _, name := range slices.Sorted(maps.Keys(in.configMaps)) {
+		s, problems, ok := policyconfig.FromConfigMap(name, in.configMaps[name].Data)
 		out.problems = append(out.problems, fromPolicyProblems(problems)...)
 		readable = readable && ok
 		sources = append(sources, s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.artifacts)) {
+		// Verified when it was fetched; read again here, on every replica,
+		// from the same bytes.
+		t, err := policies.ReadTarball(in.artifacts[name].Data, policies.TarballOptions{MaxBytes: maxBundleBytes})
+		if err != nil {
+			readable = false
+			out.problems = append(out.problems, Problem{Kind: policyconfig.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle,
+				Message: fmt.Sprintf("the stored bundle %s does not read (%v); the last good policy stays in force", in.artifacts[name].Digest, err)})
+			continue
+		}
+		sources = append(sources, policyconfig.FromTarball(name, t))
 	}
 	if !readable {
 		return out
@@ -75,7 +107,7 @@ func compilePolicy(ctx context.Context, configMaps map[string]ConfigMap) policyO
 	}
 	files, err := policyFiles(b)
 	if err != nil {
-		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(slices.Sorted(maps.Keys(configMaps)), ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(slices.Sorted(maps.Keys(in.configMaps)), ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
 		return out
 	}
 	out.files, out.ok = files, true

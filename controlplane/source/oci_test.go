@@ -110,8 +110,8 @@ func TestOCIFetch(t *testing.T) {
 				if strings.Contains(err.Error(), testPassword) || strings.Contains(err.Error(), "wrong") {
 					t.Errorf("the error shows a credential: %v", err)
 				}
-				if tc.reason == gatehousev1.ReasonChecksumMismatch && r.blobGets.Load() != 0 {
-					t.Errorf("a pinned mismatch downloaded %d blobs; the digest is known from the manifest", r.blobGets.Load())
+				if tc.reason == gatehousev1.ReasonChecksumMismatch && r.BlobGets.Load() != 0 {
+					t.Errorf("a pinned mismatch downloaded %d blobs; the digest is known from the manifest", r.BlobGets.Load())
 				}
 				return
 			}
@@ -135,14 +135,14 @@ func TestOCIUnchangedIsNotDownloadedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobs, manifests := r.blobGets.Load(), r.manifestGets.Load()
+	blobs, manifests := r.BlobGets.Load(), r.ManifestGets.Load()
 	req.Previous = first.Artifact
 	again, err := f.Fetch(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Unchanged || r.blobGets.Load() != blobs || r.manifestGets.Load() != manifests {
-		t.Fatalf("unchanged tag: result %+v, blob GETs %d→%d, manifest GETs %d→%d; want only a HEAD", again, blobs, r.blobGets.Load(), manifests, r.manifestGets.Load())
+	if !again.Unchanged || r.BlobGets.Load() != blobs || r.ManifestGets.Load() != manifests {
+		t.Fatalf("unchanged tag: result %+v, blob GETs %d→%d, manifest GETs %d→%d; want only a HEAD", again, blobs, r.BlobGets.Load(), manifests, r.ManifestGets.Load())
 	}
 	// A new version under the same tag is downloaded.
 	pushed := push(t, r, "p:v1", testBundle(t, "v2"))
@@ -159,8 +159,8 @@ func TestOCITooLargeIsNotDownloaded(t *testing.T) {
 	r := newTestRegistry(t, anonymous, false)
 	push(t, r, "p:v1", testBundle(t, "v1"))
 	_, err := newTestFetcher().Fetch(context.Background(), Request{URL: r.url("p:v1"), MaxBytes: 10})
-	if Reason(err) != gatehousev1.ReasonTooLarge || r.blobGets.Load() != 0 {
-		t.Fatalf("got %v with %d blob downloads; want TooLarge before downloading", err, r.blobGets.Load())
+	if Reason(err) != gatehousev1.ReasonTooLarge || r.BlobGets.Load() != 0 {
+		t.Fatalf("got %v with %d blob downloads; want TooLarge before downloading", err, r.BlobGets.Load())
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 )
@@ -28,8 +29,8 @@ const maxFileBytes = 64 << 20
 // Load reads every .yaml, .yml and .json file below dir (hidden directories
 // skipped) into a State. Objects without a namespace are read as in
 // controlPlaneNamespace, as `kubectl apply -n <it> -f dir` would place them.
-// Kinds other than Application, AppProject, ConfigMap, Secret and List are
-// ignored, as are AppProjects, ConfigMaps and Secrets of other namespaces:
+// Kinds other than Application, AppProject, ConfigMap, Secret, PolicyBundle
+// and List are ignored, as are AppProjects, ConfigMaps and Secrets of other namespaces:
 // the Kubernetes source does not watch them either. Any file that does not
 // parse, or an object defined twice, fails the whole load, so a half-edited
 // tree never replaces a good one.
@@ -163,6 +164,8 @@ func (l *loader) document(doc []byte, where string) error {
 		if controlplane.RelevantConfigMap(c.Name, c.Labels) {
 			l.st.ConfigMaps[c.Name] = controlplane.ProjectConfigMap(&c)
 		}
+		key, ref := controlplane.ConfigMapFetchRef(&c)
+		l.st.FetchRefs[key] = ref
 		return add()
 	case h.APIVersion == "v1" && h.Kind == "Secret":
 		var s corev1.Secret
@@ -177,6 +180,15 @@ func (l *loader) document(doc []byte, where string) error {
 			s.Data[k] = []byte(v)
 		}
 		l.st.Secrets[s.Name] = controlplane.ProjectSecret(&s)
+		key, ref := controlplane.SecretFetchRef(&s)
+		l.st.FetchRefs[key] = ref
+		return add()
+	case h.APIVersion == gatehousev1.GroupVersion.String() && h.Kind == gatehousev1.KindPolicyBundle:
+		var b gatehousev1.PolicyBundle
+		if err := yaml.Unmarshal(doc, &b); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		l.st.PolicyBundles[b.Name] = b.Spec
 		return add()
 	}
 	return nil
