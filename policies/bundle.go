@@ -106,6 +106,9 @@ func isIdentifier(s string) bool {
 type LoadOptions struct {
 	// Tests includes *_test.rego files (for RunTests); the engine leaves them out.
 	Tests bool
+	// DataOnly accepts a directory without .rego files: a bundle of grants
+	// for the default policy (`gatehouse policy build`).
+	DataOnly bool
 }
 
 // LoadDir reads a bundle directory: every .rego file below it, every
@@ -186,7 +189,7 @@ func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	if len(b.Modules) == 0 {
+	if len(b.Modules) == 0 && !opts.DataOnly {
 		return Bundle{}, errors.New("no .rego files")
 	}
 	sort.Slice(b.Modules, func(i, j int) bool { return b.Modules[i].Path < b.Modules[j].Path })

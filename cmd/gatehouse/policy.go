@@ -22,6 +22,7 @@ which Application. A policy directory holds .rego files, data.json and an
 optional OPA .manifest (metadata.enforcing: false puts it in shadow mode).`,
 	}
 	cmd.AddCommand(newPolicyTestCommand(), newPolicyEvalCommand(), newPolicyImportCasbinCommand())
+	cmd.AddCommand(newPolicyBuildCommand(), newPolicyPushCommand())
 	return cmd
 }
 

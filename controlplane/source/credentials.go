@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -94,6 +95,24 @@ func keyList(data map[string][]byte) string {
 		return "no keys"
 	}
 	return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ", ")
+}
+
+// DockerConfigCredentials reads the credentials for registry host from a
+// Docker config file's content (~/.docker/config.json), as Docker matches
+// them. Credential helpers (credsStore, credHelpers) are not run.
+func DockerConfigCredentials(raw []byte, host string) (*Credentials, error) {
+	c := &Credentials{}
+	if err := c.fromDockerConfig("docker config", raw, host); err != nil {
+		var helpers struct {
+			CredsStore  string            `json:"credsStore"`
+			CredHelpers map[string]string `json:"credHelpers"`
+		}
+		if json.Unmarshal(raw, &helpers) == nil && (helpers.CredsStore != "" || helpers.CredHelpers[host] != "") {
+			return nil, fmt.Errorf("%w; the config keeps them in a credential helper, which Gatehouse does not run: give --username and --password-stdin", err)
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 // dockerAuth is one entry of a Docker config's "auths".
