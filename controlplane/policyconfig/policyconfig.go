@@ -371,7 +371,7 @@ func Compile(ctx context.Context, sources []Source) (_ policies.Bundle, _ []Prob
 	if !ok {
 		return b, problems, false
 	}
-	if _, err := policies.Check(ctx, b); err != nil {
+	if _, err := policies.CheckSource(ctx, b); err != nil {
 		for _, s := range sources {
 			reason := ReasonInvalidPolicy
 			if s.Kind == KindPolicyBundle {
