@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -285,9 +286,45 @@ func (k *VerificationKey) algorithm() (string, error) {
 // curve. OPA's default is RS256, and it never guesses; Gatehouse guesses
 // only where one answer is obvious.
 func KeyAlgorithm(pemBytes []byte) (string, error) {
+	key, err := parsePEMKey(pemBytes)
+	if err != nil {
+		return "", err
+	}
+	switch k := key.(type) {
+	case *rsa.PublicKey, *rsa.PrivateKey:
+		return "RS256", nil
+	case *ecdsa.PublicKey:
+		return ecdsaAlgorithm(k.Curve)
+	case *ecdsa.PrivateKey:
+		return ecdsaAlgorithm(k.Curve)
+	}
+	return "", fmt.Errorf("a %T key: give the algorithm explicitly (RS256, PS256, ES256, ...)", key)
+}
+
+// PublicKeyPEM is the PEM public key of a PEM private key, to verify what
+// it signs.
+func PublicKeyPEM(privatePEM []byte) ([]byte, error) {
+	key, err := parsePEMKey(privatePEM)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("a %T cannot sign: give a private key", key)
+	}
+	der, err := x509.MarshalPKIXPublicKey(signer.Public())
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
+// parsePEMKey reads the first PEM block as a key, as OPA's verifier and
+// signer do.
+func parsePEMKey(pemBytes []byte) (any, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
-		return "", errors.New("the key is not PEM: want -----BEGIN PUBLIC KEY----- (or a certificate, or for signing a private key)")
+		return nil, errors.New("the key is not PEM: want -----BEGIN PUBLIC KEY----- (or a certificate, or for signing a private key)")
 	}
 	var key any
 	var err error
@@ -308,20 +345,12 @@ func KeyAlgorithm(pemBytes []byte) (string, error) {
 	case "EC PRIVATE KEY":
 		key, err = x509.ParseECPrivateKey(block.Bytes)
 	default:
-		return "", fmt.Errorf("PEM block %q is not a key", block.Type)
+		return nil, fmt.Errorf("PEM block %q is not a key", block.Type)
 	}
 	if err != nil {
-		return "", fmt.Errorf("parse the %s: %w", strings.ToLower(block.Type), err)
+		return nil, fmt.Errorf("parse the %s: %w", strings.ToLower(block.Type), err)
 	}
-	switch k := key.(type) {
-	case *rsa.PublicKey, *rsa.PrivateKey:
-		return "RS256", nil
-	case *ecdsa.PublicKey:
-		return ecdsaAlgorithm(k.Curve)
-	case *ecdsa.PrivateKey:
-		return ecdsaAlgorithm(k.Curve)
-	}
-	return "", fmt.Errorf("a %T key: give the algorithm explicitly (RS256, PS256, ES256, ...)", key)
+	return key, nil
 }
 
 func ecdsaAlgorithm(c elliptic.Curve) (string, error) {

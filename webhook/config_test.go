@@ -87,22 +87,7 @@ func TestPolicyBundleRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := rules.PolicyBundle(context.Background(), Create, tc.bundle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Allowed != tc.allowed {
-				t.Fatalf("allowed=%v (%s), want %v", v.Allowed, v.Reason, tc.allowed)
-			}
-			text := v.Reason
-			if tc.allowed {
-				text = strings.Join(v.Warnings, "\n")
-				if tc.says == "" && text != "" {
-					t.Fatalf("unexpected warnings: %s", text)
-				}
-			}
-			if !strings.Contains(text, tc.says) {
-				t.Errorf("got %q, want it to say %q", text, tc.says)
-			}
+			checkConfigVerdict(t, v, err, tc.allowed, tc.says)
 		})
 	}
 }
@@ -138,23 +123,30 @@ func TestConfigMapRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := rules.ConfigMap(context.Background(), Create, &tc.cm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Allowed != tc.allowed {
-				t.Fatalf("allowed=%v (%s; warnings %v), want %v", v.Allowed, v.Reason, v.Warnings, tc.allowed)
-			}
-			text := v.Reason
-			if tc.allowed {
-				text = strings.Join(v.Warnings, "\n")
-				if tc.says == "" && text != "" {
-					t.Fatalf("unexpected warnings: %s", text)
-				}
-			}
-			if !strings.Contains(text, tc.says) {
-				t.Errorf("got %q, want it to say %q", text, tc.says)
-			}
+			checkConfigVerdict(t, v, err, tc.allowed, tc.says)
 		})
+	}
+}
+
+// checkConfigVerdict: allowed or not as wanted, the reason (or, when allowed,
+// the warnings) saying says; allowed with says "" means no warning.
+func checkConfigVerdict(t *testing.T, v Verdict, err error, allowed bool, says string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Allowed != allowed {
+		t.Fatalf("allowed=%v (%s; warnings %v), want %v", v.Allowed, v.Reason, v.Warnings, allowed)
+	}
+	text := v.Reason
+	if allowed {
+		text = strings.Join(v.Warnings, "\n")
+		if says == "" && text != "" {
+			t.Fatalf("unexpected warnings: %s", text)
+		}
+	}
+	if !strings.Contains(text, says) {
+		t.Errorf("got %q, want it to say %q", text, says)
 	}
 }
 

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -124,7 +121,7 @@ func runPolicyBuild(cmd *cobra.Command, o *policyBuildOptions, dir string) error
 	// signature against the key's public half).
 	var key *policies.VerificationKey
 	if signingKey != nil {
-		pub, err := publicHalf(signingKey)
+		pub, err := policies.PublicKeyPEM(signingKey)
 		if err != nil {
 			return fmt.Errorf("signing key: %w", err)
 		}
@@ -168,38 +165,6 @@ func manifestRoots(dir string) ([]string, error) {
 		return nil, nil
 	}
 	return *m.Roots, nil
-}
-
-// publicHalf is the PEM public key of a PEM private key.
-func publicHalf(privatePEM []byte) ([]byte, error) {
-	block, _ := pem.Decode(privatePEM)
-	if block == nil {
-		return nil, errors.New("not PEM")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("PEM block %q is not a private key", block.Type)
-	}
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("a %T cannot sign", key)
-	}
-	der, err := x509.MarshalPKIXPublicKey(signer.Public())
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
 // writeFileAtomic writes data to path through a temporary file, so a

@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -28,9 +27,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
-	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/bundles"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
 
@@ -45,7 +44,9 @@ type stack struct {
 	done   chan error
 }
 
-func startStack(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme) *stack {
+// startStack starts a replica; fetch says whether it runs the PolicyBundle
+// reconciler (the elected replica) or only builds from what is stored.
+func startStack(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, fetch bool) *stack {
 	t.Helper()
 	cacheOpts := webhook.CacheOptions(ns)
 	if err := kube.AddCacheOptions(&cacheOpts, cfg, ns); err != nil {
@@ -75,8 +76,10 @@ func startStack(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme) *stack {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: source.NewFetcher(source.Options{Attempts: 1}),
 		Recorder: mgr.GetEventRecorder("gatehouse-controller"), Logger: log, ControlPlaneNamespace: ns, Namespace: gatehouseNS,
 	})
-	if err := rec.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
+	if fetch {
+		if err := rec.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := &stack{pub: &publisher{got: make(chan *server.Snapshot, 100)}, cancel: cancel, done: make(chan error, 1)}
 	s.c, err = controlplane.NewController(controlplane.ControllerOptions{
@@ -123,15 +126,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func grantsBundle(t *testing.T, revision, user string) []byte {
 	t.Helper()
-	data, err := policies.DecodeData([]byte(`{"gatehouse": {"bindings": {"users": {"` + user + `": ["role:ops"]}}, "roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`))
+	b, err := bundles.GrantsBundle(revision, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := policies.WriteTarball(&buf, policies.Bundle{Data: data}, nil, policies.WriteOptions{Revision: revision}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return b
 }
 
 // TestPolicyBundles runs the PolicyBundle controller against a real
@@ -198,13 +197,39 @@ func TestPolicyBundles(t *testing.T) {
 		}
 	}
 
-	s := startStack(t, cfg, scheme)
+	s := startStack(t, cfg, scheme, true)
 	eventually(t, "the bundle is Ready at revision v1", ready(metav1.ConditionTrue, gatehousev1.ReasonSucceeded, "v1"))
 	eventually(t, "the snapshot carries the bundle's grants", func() bool { return strings.Contains(s.policyData(), `"alice"`) })
 	var heads corev1.ConfigMapList
 	if err := c.List(ctx, &heads, client.InNamespace(gatehouseNS), client.MatchingLabels{kube.LabelArtifact: "head"}); err != nil || len(heads.Items) != 1 {
 		t.Fatalf("artifact heads %v, %v: want one", len(heads.Items), err)
 	}
+
+	t.Run("a replica that does not fetch ships the same bytes", func(t *testing.T) {
+		replica := startStack(t, cfg, scheme, false)
+		defer replica.stop(t)
+		eventually(t, "the replica publishes the leader's version", func() bool {
+			cur := replica.c.Current()
+			return cur != nil && cur.Version() == s.c.Current().Version()
+		})
+	})
+
+	t.Run("a policy ConfigMap that collides: Conflict, the last good policy stays", func(t *testing.T) {
+		before := s.c.Current().Version()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-grants", Namespace: ns, Labels: map[string]string{controlplane.LabelPolicy: "true"}},
+			Data: map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:other"]}}}}`}}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "Ready is False with Conflict", ready(metav1.ConditionFalse, gatehousev1.ReasonConflict, "v1"))
+		if s.c.Current().Version() != before {
+			t.Fatal("a conflicting policy was published")
+		}
+		if err := c.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "Ready again once the ConfigMap is gone", ready(metav1.ConditionTrue, gatehousev1.ReasonSucceeded, "v1"))
+	})
 
 	t.Run("a broken Secret: the reason changes, the last good bundle stays", func(t *testing.T) {
 		secret.Data[".dockerconfigjson"] = reg.DockerConfig(testkit.RegistryUser, "wrong")
@@ -233,7 +258,7 @@ func TestPolicyBundles(t *testing.T) {
 		s.stop(t)
 		reg.SetDown(true)
 		defer reg.SetDown(false)
-		s = startStack(t, cfg, scheme)
+		s = startStack(t, cfg, scheme, true)
 		first := s.pub.next(t, 30*time.Second)
 		if data := string(files(first)[snapshot.PolicyDir+"/data.json"]); !strings.Contains(data, `"bob"`) {
 			t.Fatalf("first snapshot after the restart: policy data %s, want v2's", data)

@@ -25,21 +25,18 @@ import (
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/bundles"
 )
 
 // grants is a bundle of grants for the default policy: user may call the
 // metrics extension.
 func grants(t *testing.T, revision, user string) []byte {
 	t.Helper()
-	data, err := policies.DecodeData([]byte(`{"gatehouse": {"bindings": {"users": {"` + user + `": ["role:ops"]}}, "roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`))
+	b, err := bundles.GrantsBundle(revision, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := policies.WriteTarball(&buf, policies.Bundle{Data: data}, nil, policies.WriteOptions{Revision: revision}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return b
 }
 
 func registrySecret(reg *testkit.Registry, password string) string {
