@@ -86,11 +86,15 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 	// into ConfigMaps of o.ArtifactNamespace; every replica builds from
 	// those (WatchBundles).
 	recorder := mgr.GetEventRecorder("gatehouse-controller")
-	rec := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
+	rec, err := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: newFetcher(), Recorder: recorder,
 		Logger:                o.Logger.With("component", "policy-bundles"),
 		ControlPlaneNamespace: o.Namespace, Namespace: o.ArtifactNamespace, MaxBundleBytes: o.Builder.MaxBundleBytes,
+		Registerer: o.Registerer,
 	})
+	if err != nil {
+		return err
+	}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("add the PolicyBundle controller: %w", err)
 	}

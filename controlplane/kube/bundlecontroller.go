@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +52,8 @@ type BundleReconcilerOptions struct {
 	MaxBundleBytes int64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Registerer for metrics; nil means none.
+	Registerer prometheus.Registerer
 }
 
 // BundleReconciler fetches PolicyBundles on the elected replica: on each
@@ -61,8 +64,10 @@ type BundleReconcilerOptions struct {
 // failure, and the revision and digest serving. The builder's verdict on
 // the combined policy (a conflict with another source) shows there too.
 type BundleReconciler struct {
-	o      BundleReconcilerOptions
-	events chan event.GenericEvent
+	o       BundleReconcilerOptions
+	events  chan event.GenericEvent
+	fetches *prometheus.CounterVec
+	took    prometheus.Histogram
 
 	mu       sync.Mutex
 	states   map[string]*bundleState
@@ -88,14 +93,33 @@ type outcome struct {
 }
 
 // NewBundleReconciler returns a reconciler; SetupWithManager starts it.
-func NewBundleReconciler(o BundleReconcilerOptions) *BundleReconciler {
+func NewBundleReconciler(o BundleReconcilerOptions) (*BundleReconciler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &BundleReconciler{o: o, events: make(chan event.GenericEvent, 256), states: map[string]*bundleState{}, problems: map[string][]controlplane.Problem{}}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	r := &BundleReconciler{o: o, events: make(chan event.GenericEvent, 256), states: map[string]*bundleState{}, problems: map[string][]controlplane.Problem{},
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_controlplane_policybundle_fetches_total",
+			Help: "PolicyBundle fetches by outcome: Succeeded (a new bundle stored), Unchanged, or the failure's reason.",
+		}, []string{"result"}),
+		took: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_controlplane_policybundle_fetch_duration_seconds",
+			Help:    "Time to fetch, verify, compile and store a PolicyBundle (or find it unchanged).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+		}),
+	}
+	for _, c := range []prometheus.Collector{r.fetches, r.took} {
+		if err := o.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("register PolicyBundle metrics: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // SetupWithManager registers the reconciler; like every controller it runs
@@ -239,6 +263,7 @@ func (r *BundleReconciler) forget(name string) {
 // artifact that serves afterwards.
 func (r *BundleReconciler) fetch(ctx context.Context, b *gatehousev1.PolicyBundle, st *bundleState, stored *controlplane.BundleArtifact, now time.Time) *controlplane.BundleArtifact {
 	log := r.o.Logger.With("policyBundle", b.Name)
+	start := time.Now()
 	a, warnings, err := r.pull(ctx, b, stored)
 	if err == nil && a != nil {
 		if err = writeArtifact(ctx, r.o.Client, r.o.Namespace, b.Name, b.Spec.URL, a); err != nil {
@@ -246,6 +271,15 @@ func (r *BundleReconciler) fetch(ctx context.Context, b *gatehousev1.PolicyBundl
 		}
 	}
 	st.outcome = &outcome{err: err, warnings: warnings, at: now}
+	r.took.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		r.fetches.WithLabelValues(source.Reason(err)).Inc()
+	case a == nil:
+		r.fetches.WithLabelValues("Unchanged").Inc()
+	default:
+		r.fetches.WithLabelValues(gatehousev1.ReasonSucceeded).Inc()
+	}
 	if err != nil {
 		st.failures++
 		st.next = now.Add(source.Backoff(st.failures, b.Spec.IntervalOrDefault()))

@@ -72,10 +72,13 @@ func startStack(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, fetch bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
+	rec, err := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: source.NewFetcher(source.Options{Attempts: 1}),
 		Recorder: mgr.GetEventRecorder("gatehouse-controller"), Logger: log, ControlPlaneNamespace: ns, Namespace: gatehouseNS,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if fetch {
 		if err := rec.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)

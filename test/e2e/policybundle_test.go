@@ -118,6 +118,9 @@ spec:
 		if d := decide("alice"); d != "allow" {
 			t.Fatalf("alice: %s; the last good bundle must keep deciding", d)
 		}
+		if m := get(t, c.adminURL+"/metrics"); !strings.Contains(m, `gatehouse_controlplane_policybundle_fetches_total{result="AuthenticationFailed"}`) {
+			t.Errorf("metrics do not count the failed fetch:\n%s", grep(m, "policybundle"))
+		}
 		desc := c.run(admin, "", "describe", "policybundle", "grants", "-n", "argocd")
 		if !strings.Contains(desc.stdout, "AuthenticationFailed") || strings.Contains(desc.stdout, testkit.RegistryPassword) || strings.Contains(desc.stdout, "wrong") {
 			t.Errorf("kubectl describe: want the reason and no credential:\n%s", desc.stdout)
