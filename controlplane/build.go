@@ -16,6 +16,9 @@ type BuilderOptions struct {
 	ControlPlaneNamespace string
 	// Overrides are the controller's flags that win over Argo CD's settings.
 	Overrides settings.Overrides
+	// MaxBundleBytes bounds a PolicyBundle's decompressed size
+	// (policies.DefaultMaxBundleBytes when 0).
+	MaxBundleBytes int64
 }
 
 // Builder turns a State into snapshot files. It remembers the last good
@@ -41,7 +44,7 @@ type Output struct {
 
 // NewBuilder returns a Builder.
 func NewBuilder(o BuilderOptions) *Builder {
-	return &Builder{o: o}
+	return &Builder{o: o, policy: policyCompiler{maxBundleBytes: o.MaxBundleBytes}}
 }
 
 // Build makes the snapshot for st. The error means the content as a whole

@@ -45,6 +45,9 @@ type ControllerOptions struct {
 	// nothing is published before, so proxies never get a partial snapshot.
 	Synced   func() bool
 	Reporter Reporter
+	// Observer, when set, gets every build's problems, old and new (the
+	// PolicyBundle reconciler shows those of a PolicyBundle in its status).
+	Observer func([]Problem)
 	Logger   *slog.Logger
 	// Registerer for metrics; nil means none.
 	Registerer prometheus.Registerer
@@ -108,6 +111,9 @@ func (c *Controller) Current() *server.Snapshot {
 	defer c.mu.Unlock()
 	return c.current
 }
+
+// NeedLeaderElection is false: every replica builds and serves snapshots.
+func (c *Controller) NeedLeaderElection() bool { return false }
 
 // Start runs until ctx ends (a manager.Runnable).
 func (c *Controller) Start(ctx context.Context) error {
@@ -201,6 +207,9 @@ func (c *Controller) Rebuild(ctx context.Context) {
 // a problem that persists is reported once, not on every build.
 func (c *Controller) report(ctx context.Context, problems []Problem) {
 	c.m.setProblems(problems)
+	if c.o.Observer != nil {
+		c.o.Observer(problems)
+	}
 	now := make(map[Problem]bool, len(problems))
 	var fresh []Problem
 	for _, p := range problems {

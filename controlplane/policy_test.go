@@ -75,7 +75,7 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := compilePolicy(t.Context(), tt.configMaps)
+			out := compilePolicy(t.Context(), &policyInputs{configMaps: tt.configMaps}, 0)
 			if out.ok {
 				t.Fatal("the policy was accepted")
 			}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
@@ -127,4 +128,21 @@ func RelevantConfigMap(name string, labels map[string]string) bool {
 		return true
 	}
 	return labels[LabelPolicy] == "true"
+}
+
+// SecretFetchRef keeps a whole Secret for the directory source's fetcher
+// (State.FetchRefs).
+func SecretFetchRef(s *corev1.Secret) (string, FetchRef) {
+	return gatehousev1.KindSecret + "/" + s.Name, FetchRef{Type: string(s.Type), Data: maps.Clone(s.Data)}
+}
+
+// ConfigMapFetchRef keeps a whole ConfigMap for the directory source's
+// fetcher (State.FetchRefs).
+func ConfigMapFetchRef(c *corev1.ConfigMap) (string, FetchRef) {
+	data := make(map[string][]byte, len(c.Data)+len(c.BinaryData))
+	for k, v := range c.Data {
+		data[k] = []byte(v)
+	}
+	maps.Copy(data, c.BinaryData)
+	return gatehousev1.KindConfigMap + "/" + c.Name, FetchRef{Data: data}
 }

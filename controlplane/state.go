@@ -1,10 +1,14 @@
 package controlplane
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -36,6 +40,37 @@ type State struct {
 	// ConfigMaps and Secrets of the control-plane namespace by name.
 	ConfigMaps map[string]ConfigMap
 	Secrets    map[string]Secret
+	// PolicyBundles of the control-plane namespace by name: what each
+	// asks for.
+	PolicyBundles map[string]gatehousev1.PolicyBundleSpec
+	// BundleArtifacts by PolicyBundle name: the last good artifact
+	// fetched and verified for each. Those of PolicyBundles that no longer
+	// exist are not used.
+	BundleArtifacts map[string]BundleArtifact
+	// FetchRefs are the Secrets and ConfigMaps of the control-plane
+	// namespace whole ("Secret/<name>", "ConfigMap/<name>"), for the
+	// directory source's fetcher to read credentials and verification keys
+	// from. Only the directory source fills it, and the builder never reads
+	// it, so nothing in it reaches a snapshot.
+	FetchRefs map[string]FetchRef
+}
+
+// BundleArtifact is a verified PolicyBundle archive and what identifies it
+// at its source, so an unchanged one is not downloaded again.
+type BundleArtifact struct {
+	Data []byte
+	// Digest is sha256:<hex> of Data.
+	Digest         string
+	ETag           string
+	ManifestDigest string
+	Revision       string
+}
+
+// FetchRef is a Secret or ConfigMap a PolicyBundle may reference.
+type FetchRef struct {
+	// Type of a Secret ("" for a ConfigMap).
+	Type string
+	Data map[string][]byte
 }
 
 // NewState returns an empty State.
@@ -45,6 +80,10 @@ func NewState() *State {
 		Projects:     map[string]snapshot.Project{},
 		ConfigMaps:   map[string]ConfigMap{},
 		Secrets:      map[string]Secret{},
+
+		PolicyBundles:   map[string]gatehousev1.PolicyBundleSpec{},
+		BundleArtifacts: map[string]BundleArtifact{},
+		FetchRefs:       map[string]FetchRef{},
 	}
 }
 
@@ -56,6 +95,8 @@ type Store struct {
 	mu      sync.RWMutex
 	state   *State
 	changed chan struct{}
+	// bundles is told when PolicyBundles or what they reference change.
+	bundles chan struct{}
 }
 
 // NewStore returns an empty store. It starts with one change pending, so
@@ -64,10 +105,14 @@ type Store struct {
 // reads): the control plane then publishes an empty snapshot and is ready,
 // instead of waiting for a change that never comes.
 func NewStore() *Store {
-	s := &Store{state: NewState(), changed: make(chan struct{}, 1)}
+	s := &Store{state: NewState(), changed: make(chan struct{}, 1), bundles: make(chan struct{}, 1)}
 	s.notify()
 	return s
 }
+
+// BundleInputsChanged receives a value after PolicyBundles or FetchRefs
+// changed (the directory source's fetcher waits on it).
+func (s *Store) BundleInputsChanged() <-chan struct{} { return s.bundles }
 
 // Changed receives a value after one or more effective changes.
 func (s *Store) Changed() <-chan struct{} { return s.changed }
@@ -126,15 +171,40 @@ func (s *Store) PutSecret(name string, sec *Secret) {
 	put(s, func(st *State) map[string]Secret { return st.Secrets }, name, sec, equalSecret)
 }
 
+// PutPolicyBundle stores a (nil: deletes the) PolicyBundle's spec.
+func (s *Store) PutPolicyBundle(name string, spec *gatehousev1.PolicyBundleSpec) {
+	put(s, func(st *State) map[string]gatehousev1.PolicyBundleSpec { return st.PolicyBundles }, name, spec, equalSpec)
+	signal(s.bundles)
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// PutBundleArtifact stores a (nil: deletes the) PolicyBundle's artifact.
+func (s *Store) PutBundleArtifact(name string, a *BundleArtifact) {
+	put(s, func(st *State) map[string]BundleArtifact { return st.BundleArtifacts }, name, a, equalArtifact)
+}
+
 // Replace makes the store hold exactly st (the directory source reloads
-// whole trees); it notifies only if something differs.
+// whole trees), except for the bundle artifacts, which come from the
+// fetcher and stay; it notifies only if something differs.
 func (s *Store) Replace(st *State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	st.BundleArtifacts = s.state.BundleArtifacts
+	if !maps.EqualFunc(s.state.PolicyBundles, st.PolicyBundles, equalSpec) || !maps.EqualFunc(s.state.FetchRefs, st.FetchRefs, equalFetchRef) {
+		defer signal(s.bundles)
+	}
 	same := maps.Equal(s.state.Applications, st.Applications) &&
 		maps.EqualFunc(s.state.Projects, st.Projects, equalProject) &&
 		maps.EqualFunc(s.state.ConfigMaps, st.ConfigMaps, equalConfigMap) &&
-		maps.EqualFunc(s.state.Secrets, st.Secrets, equalSecret)
+		maps.EqualFunc(s.state.Secrets, st.Secrets, equalSecret) &&
+		maps.EqualFunc(s.state.PolicyBundles, st.PolicyBundles, equalSpec) &&
+		maps.EqualFunc(s.state.FetchRefs, st.FetchRefs, equalFetchRef)
 	if same {
 		return
 	}
@@ -156,4 +226,15 @@ func equalConfigMap(a, b ConfigMap) bool {
 
 func equalSecret(a, b Secret) bool {
 	return maps.Equal(a.Labels, b.Labels) && maps.EqualFunc(a.Data, b.Data, slices.Equal)
+}
+
+func equalSpec(a, b gatehousev1.PolicyBundleSpec) bool { return equality.Semantic.DeepEqual(a, b) }
+
+func equalArtifact(a, b BundleArtifact) bool {
+	return a.Digest == b.Digest && a.ETag == b.ETag && a.ManifestDigest == b.ManifestDigest && a.Revision == b.Revision &&
+		bytes.Equal(a.Data, b.Data)
+}
+
+func equalFetchRef(a, b FetchRef) bool {
+	return a.Type == b.Type && maps.EqualFunc(a.Data, b.Data, bytes.Equal)
 }

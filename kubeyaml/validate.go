@@ -17,6 +17,9 @@ import (
 // Gatehouse reads.
 const argoGroup = "argoproj.io"
 
+// gatehouseGroup is Gatehouse's own API group (PolicyBundle).
+const gatehouseGroup = "gatehouse.io"
+
 // kindRule is what the API server checks for one kind, beyond metadata.
 type kindRule struct {
 	// apiVersion the kind is served at (custom resources: only this one).
@@ -30,16 +33,17 @@ type kindRule struct {
 // ones Gatehouse reads. All are namespaced and named as DNS-1123
 // subdomains.
 var rules = map[schema.GroupKind]kindRule{
-	{Group: argoGroup, Kind: "Application"}: {apiVersion: argoGroup + "/v1alpha1"},
-	{Group: argoGroup, Kind: "AppProject"}:  {apiVersion: argoGroup + "/v1alpha1"},
-	{Kind: "ConfigMap"}:                     {apiVersion: "v1", data: configMapData},
-	{Kind: "Secret"}:                        {apiVersion: "v1", data: secretData},
+	{Group: argoGroup, Kind: "Application"}:       {apiVersion: argoGroup + "/v1alpha1"},
+	{Group: argoGroup, Kind: "AppProject"}:        {apiVersion: argoGroup + "/v1alpha1"},
+	{Group: gatehouseGroup, Kind: "PolicyBundle"}: {apiVersion: gatehouseGroup + "/v1alpha1"},
+	{Kind: "ConfigMap"}:                           {apiVersion: "v1", data: configMapData},
+	{Kind: "Secret"}:                              {apiVersion: "v1", data: secretData},
 }
 
 // Refusal returns the error the API server would answer `kubectl apply`
 // of o with, defaultNamespace standing in for a namespace o names none, or
 // nil when it would accept it. It knows the rules of the kinds Gatehouse
-// reads: Argo CD's Application and AppProject (as the API server checks any
+// reads: Argo CD's Application and AppProject and Gatehouse's PolicyBundle (as the API server checks any
 // custom resource: metadata, kind and apiVersion; not Argo CD's schema),
 // ConfigMap and Secret (metadata, data keys and size). Of other kinds it
 // checks only what kubectl itself needs: a name.

@@ -227,6 +227,25 @@ func (b *Bundle) addDefaults(tests bool) {
 	}
 }
 
+// WithoutDefaults is the bundle as its directory holds it, without the
+// embedded default policy and tests LoadDir adds: what `gatehouse policy
+// build` publishes, so a bundle of grants keeps running under the default
+// policy of the Gatehouse release that loads it.
+func (b Bundle) WithoutDefaults() Bundle {
+	if !b.UsesDefaultPolicy {
+		return b
+	}
+	out := b
+	out.Modules = nil
+	out.UsesDefaultPolicy = false
+	for _, m := range b.Modules {
+		if m.Path != defaultPolicyPath && m.Path != defaultTestsPath {
+			out.Modules = append(out.Modules, m)
+		}
+	}
+	return out
+}
+
 func isTestModule(p string) bool { return strings.HasSuffix(p, "_test.rego") }
 
 // DecodeData decodes a data document as LoadDir reads data.json: a JSON

@@ -39,6 +39,7 @@ type review[T any] struct {
 func NewApplicationHandler(o HandlerOptions) http.Handler {
 	return &handler[reviewedApplication]{
 		opts:     o,
+		group:    v1alpha1.GroupVersion.Group,
 		resource: v1alpha1.ResourceApplications,
 		kind:     v1alpha1.KindApplication,
 		evaluate: func(ctx context.Context, r review[reviewedApplication]) (Verdict, error) {
@@ -81,6 +82,7 @@ func (a *reviewedApplication) application() *v1alpha1.Application {
 func NewAppProjectHandler(o HandlerOptions) http.Handler {
 	return &handler[v1alpha1.AppProject]{
 		opts:     o,
+		group:    v1alpha1.GroupVersion.Group,
 		resource: v1alpha1.ResourceAppProjects,
 		kind:     v1alpha1.KindAppProject,
 		evaluate: func(ctx context.Context, r review[v1alpha1.AppProject]) (Verdict, error) {
@@ -99,6 +101,7 @@ func NewAppProjectHandler(o HandlerOptions) http.Handler {
 
 type handler[T any] struct {
 	opts     HandlerOptions
+	group    string // of the kind reviewed; "" for the core group
 	resource string
 	kind     string
 	evaluate func(context.Context, review[T]) (Verdict, error)
@@ -151,10 +154,10 @@ func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid s
 	}
 	req := r.Request
 	op = Operation(req.Operation)
-	if req.Kind.Group != v1alpha1.GroupVersion.Group || req.Kind.Kind != h.kind {
+	if req.Kind.Group != h.group || req.Kind.Kind != h.kind {
 		return r.APIVersion, req.UID, op, deny(fmt.Sprintf(
 			"this webhook reviews %s.%s, got %s.%s: check the ValidatingWebhookConfiguration's rules",
-			h.kind, v1alpha1.GroupVersion.Group, req.Kind.Kind, req.Kind.Group)), http.StatusBadRequest
+			h.kind, h.group, req.Kind.Kind, req.Kind.Group)), http.StatusBadRequest
 	}
 	rv, verr := h.reviewFor(req)
 	if verr != nil {

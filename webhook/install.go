@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -44,9 +46,34 @@ func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[st
 	srv := mgr.GetWebhookServer()
 	srv.Register(PathApplications, NewApplicationHandler(hopts))
 	srv.Register(PathAppProjects, NewAppProjectHandler(hopts))
+	config := NewConfigRules(o.ControlPlaneNamespace, managerObjects(mgr, o.ControlPlaneNamespace))
+	srv.Register(PathPolicyBundles, NewPolicyBundleHandler(hopts, config))
+	srv.Register(PathConfigMaps, NewConfigMapHandler(hopts, config))
 	return map[string]healthz.Checker{
 		"webhook":  srv.StartedChecker(),
 		"settings": source.Ready,
 		"projects": cluster.Ready,
 	}, nil
+}
+
+// managerObjects reads ConfigMaps from the manager's cache (it holds those
+// of the control-plane namespace) and Secrets with a direct GET: the cache
+// keeps no registry credentials, and a PolicyBundle is applied seldom.
+func managerObjects(mgr manager.Manager, ns string) ConfigObjects {
+	c, direct := mgr.GetCache(), mgr.GetAPIReader()
+	return ConfigObjects{
+		ConfigMap: func(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+			var cm corev1.ConfigMap
+			return IgnoreNotFound(&cm, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm))
+		},
+		PolicyConfigMaps: func(ctx context.Context) ([]corev1.ConfigMap, error) {
+			var list corev1.ConfigMapList
+			err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{LabelPolicy: "true"})
+			return list.Items, err
+		},
+		Secret: func(ctx context.Context, name string) (*corev1.Secret, error) {
+			var s corev1.Secret
+			return IgnoreNotFound(&s, direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s))
+		},
+	}
 }

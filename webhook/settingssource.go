@@ -38,6 +38,9 @@ func NewSettingsSource(c cache.Cache, controlPlaneNamespace string, o settings.O
 	return s
 }
 
+// NeedLeaderElection is false: every replica answers admission reviews.
+func (s *SettingsSource) NeedLeaderElection() bool { return false }
+
 // Current returns the settings in force.
 func (s *SettingsSource) Current() *settings.Settings { return s.current.Load() }
 

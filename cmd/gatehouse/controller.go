@@ -29,10 +29,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
+	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
 )
@@ -56,6 +58,8 @@ type controllerOptions struct {
 	MetricsBindAddress string
 	ProbeBindAddress   string
 	Profiling          bool
+	LeaderElect        bool
+	MaxBundleBytes     int64
 
 	Agents agentServerOptions
 	Log    agentcli.LogOptions
@@ -81,6 +85,8 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
+	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
 }
@@ -135,6 +141,12 @@ func (o *controllerOptions) Validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf(`--cert-management %q: use "self" or "external"`, o.CertManagement))
 	}
+	if o.Agents.enabled() && o.Agents.SnapshotDir == "" && o.Namespace == "" {
+		errs = append(errs, errors.New("the control plane needs --namespace (or $POD_NAMESPACE): verified PolicyBundles and the leader election Lease live there"))
+	}
+	if o.MaxBundleBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--policy-bundle-max-bytes %d: want a positive size", o.MaxBundleBytes))
+	}
 	if o.WebhookPort <= 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
 	}
@@ -188,6 +200,9 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := gatehousev1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	// The certificate is issued first: the webhook server and the agent
 	// server both load it when they are created.
 	var rot *certs.Rotator
@@ -214,12 +229,21 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		if err := kube.AddCacheOptions(&cacheOpts, cfg, o.ControlPlaneNamespace); err != nil {
 			return err
 		}
+		if err := kube.AddBundleCacheOptions(&cacheOpts, o.ControlPlaneNamespace, o.Namespace); err != nil {
+			return err
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
 		HealthProbeBindAddress: o.ProbeBindAddress,
+		// Only the PolicyBundle controller waits for the Lease; admission,
+		// snapshots and agents run on every replica.
+		LeaderElection:                buildSnapshots && o.LeaderElect,
+		LeaderElectionID:              "gatehouse-controller",
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Port:    o.WebhookPort,
 			CertDir: o.WebhookCertDir,
@@ -244,8 +268,8 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		// replica before its first snapshot simply gets it when it is
 		// published; gatehouse_controlplane_* metrics show the pipeline.
 		if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
-			Namespace: o.ControlPlaneNamespace,
-			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
+			Namespace: o.ControlPlaneNamespace, ArtifactNamespace: o.Namespace,
+			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
 			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
 		}); err != nil {
 			return err
@@ -257,9 +281,9 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		checks["certificate"] = rot.Ready
 	}
 	if agents != nil {
-		runnables = append(runnables, manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress)))
+		runnables = append(runnables, everyReplica{manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress))})
 		if o.Agents.SnapshotDir != "" {
-			runnables = append(runnables, manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger)))
+			runnables = append(runnables, everyReplica{manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger))})
 		}
 	}
 	for _, r := range runnables {

@@ -29,7 +29,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	}
 	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
-		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides},
+		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
 		Publisher: agents, Logger: logger, Registerer: reg,
 	})
 	if err != nil {

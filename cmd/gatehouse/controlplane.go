@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
+	"github.com/gatehouse-dev/gatehouse/controlplane/source"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 )
 
@@ -63,19 +64,28 @@ type controlPlaneOptions struct {
 	Publisher  controlplane.Publisher
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// ArtifactNamespace (Gatehouse's own) holds the verified PolicyBundle
+	// artifacts every replica builds from.
+	ArtifactNamespace string
 }
 
 // newControlPlane returns the controller building snapshots from store.
-func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced func() bool, rep controlplane.Reporter) (*controlplane.Controller, error) {
+func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced func() bool, rep controlplane.Reporter, observer func([]controlplane.Problem)) (*controlplane.Controller, error) {
 	return controlplane.NewController(controlplane.ControllerOptions{
 		Store:      store,
 		Builder:    controlplane.NewBuilder(o.Builder),
 		Publisher:  o.Publisher,
 		Synced:     synced,
 		Reporter:   rep,
+		Observer:   observer,
 		Logger:     o.Logger.With("component", "control-plane"),
 		Registerer: o.Registerer,
 	})
+}
+
+// newFetcher is the PolicyBundle fetcher of the controller.
+func newFetcher() *source.Fetcher {
+	return source.NewFetcher(source.Options{UserAgent: "gatehouse-controller"})
 }
 
 // installKubeControlPlane feeds the control plane from the manager's cache;
@@ -86,8 +96,29 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 	if err != nil {
 		return err
 	}
-	rep := kube.NewEventReporter(mgr.GetEventRecorder("gatehouse-controller"), mgr.GetCache(), o.Namespace, o.Logger)
-	c, err := newControlPlane(o, store, w.Synced, rep)
+	bw, err := kube.WatchBundles(ctx, mgr.GetCache(), o.Namespace, o.ArtifactNamespace, store, o.Logger.With("component", "policy-bundles"))
+	if err != nil {
+		return err
+	}
+	// The elected replica fetches PolicyBundles and stores what passes
+	// into ConfigMaps of o.ArtifactNamespace; every replica builds from
+	// those (WatchBundles).
+	recorder := mgr.GetEventRecorder("gatehouse-controller")
+	rec, err := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: newFetcher(), Recorder: recorder,
+		Logger:                o.Logger.With("component", "policy-bundles"),
+		ControlPlaneNamespace: o.Namespace, Namespace: o.ArtifactNamespace, MaxBundleBytes: o.Builder.MaxBundleBytes,
+		Registerer: o.Registerer,
+	})
+	if err != nil {
+		return err
+	}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("add the PolicyBundle controller: %w", err)
+	}
+	rep := kube.NewEventReporter(recorder, mgr.GetCache(), o.Namespace, o.Logger)
+	synced := func() bool { return w.Synced() && bw.Synced() }
+	c, err := newControlPlane(o, store, synced, rep, rec.ObserveProblems)
 	if err != nil {
 		return err
 	}
@@ -98,8 +129,8 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 }
 
 // runDirControlPlane builds snapshots from a directory of YAML until ctx
-// ends; no cluster is involved. ready fails until a snapshot is published
-// and while the directory does not load.
+// ends, fetching its PolicyBundles itself; no cluster is involved. ready
+// fails until a snapshot is published and while the directory does not load.
 func runDirControlPlane(dir string, o controlPlaneOptions) (ready func(*http.Request) error, run func(context.Context) error, err error) {
 	store := controlplane.NewStore()
 	src, err := yamldir.NewSource(yamldir.SourceOptions{
@@ -109,18 +140,26 @@ func runDirControlPlane(dir string, o controlPlaneOptions) (ready func(*http.Req
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newControlPlane(o, store, src.Synced, nil)
+	bundles := controlplane.NewBundleSyncer(store, newFetcher(), o.Builder.MaxBundleBytes, o.Logger.With("component", "policy-bundles"))
+	c, err := newControlPlane(o, store, src.Synced, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	ready = func(r *http.Request) error { return errors.Join(src.Ready(r), c.Ready(r)) }
 	run = func(ctx context.Context) error {
-		errc := make(chan error, 1)
+		errc := make(chan error, 2)
 		go func() { errc <- src.Start(ctx) }()
+		go func() { errc <- bundles.Start(ctx) }()
 		err := c.Start(ctx)
-		return errors.Join(err, <-errc)
+		return errors.Join(err, <-errc, <-errc)
 	}
 	return ready, run, nil
 }
+
+// everyReplica runs a manager.Runnable on every replica, not only the
+// elected one.
+type everyReplica struct{ manager.Runnable }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 var _ controlplane.Publisher = (*server.Server)(nil)

@@ -23,6 +23,7 @@ default policy with that data, as in the cluster; gatehouse policy init DIR
 writes a starting point.`,
 	}
 	cmd.AddCommand(newPolicyInitCommand(), newPolicyTestCommand(), newPolicyEvalCommand(), newPolicyImportCasbinCommand())
+	cmd.AddCommand(newPolicyBuildCommand(), newPolicyPushCommand())
 	return cmd
 }
 

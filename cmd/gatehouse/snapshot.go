@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
+	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -21,6 +23,8 @@ type snapshotOptions struct {
 	Out                   string
 	ControlPlaneNamespace string
 	ApplicationNamespaces string
+	Fetch                 bool
+	MaxBundleBytes        int64
 	overrides             settings.Overrides
 }
 
@@ -28,6 +32,8 @@ func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", "", "write the snapshot's files under `DIR`, which must not exist; gatehouse controller --snapshot-dir serves it as is")
 	fs.StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", settings.DefaultNamespace, "namespace Argo CD runs in")
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live (Argo CD syntax); default: argocd-cmd-params-cm in the input")
+	fs.BoolVar(&o.Fetch, "fetch", true, "fetch the input's PolicyBundles (with the Secrets and keys of the input); --fetch=false leaves them out, with a warning each")
+	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 }
 
 func (o *snapshotOptions) Complete(fs *pflag.FlagSet) {
@@ -43,7 +49,8 @@ func newSnapshotCommand() *cobra.Command {
 		Short: "Build the proxy's snapshot from a directory of YAML, offline",
 		Long: `Build the snapshot the controller would publish for a directory of
 Kubernetes YAML (Argo CD's settings ConfigMaps and Secrets, gatehouse-extensions,
-policy ConfigMaps, Applications, AppProjects, cluster Secrets), exactly as
+policy ConfigMaps and PolicyBundles, Applications, AppProjects, cluster
+Secrets), exactly as
 ` + "`gatehouse controller --source dir:DIR`" + ` does. Every configuration
 problem is printed, one per line:
 
@@ -74,11 +81,23 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 	for _, s := range skipped {
 		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse: skipped", s)
 	}
-	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides})
+	var fetchProblems []controlplane.Problem
+	if o.Fetch {
+		// PolicyBundles are fetched, verified and compiled as the
+		// controller would, with the Secrets and keys of the same tree.
+		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(), st, o.MaxBundleBytes)
+	} else {
+		for name := range st.PolicyBundles {
+			fetchProblems = append(fetchProblems, controlplane.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: "NotFetched", Warning: true,
+				Message: "--fetch=false: the bundle is left out of this snapshot"})
+		}
+	}
+	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes})
 	out, err := b.Build(cmd.Context(), st)
 	if err != nil {
 		return err
 	}
+	out.Problems = append(fetchProblems, out.Problems...)
 	snap, err := controlplane.ServerSnapshot(out.Files)
 	if err != nil {
 		return err

@@ -293,6 +293,17 @@ func (b *builder) checkOnce(what string, check func() error) error {
 	return err
 }
 
+// ErrSecretReference marks problems with a Secret an extension references
+// (missing, or lacking the key or label) rather than with the definition
+// itself: the admission webhook only warns about them, since `kubectl apply
+// -k` creates ConfigMaps before Secrets. Its text is empty, so messages read
+// as before.
+var ErrSecretReference = secretReferenceError{}
+
+type secretReferenceError struct{}
+
+func (secretReferenceError) Error() string { return "" }
+
 // secretValue looks a reference up; the errors name the Secret and key,
 // never the value.
 func (b *builder) secretValue(where, secret, key string, needPartOf bool) ([]byte, bool) {
@@ -307,13 +318,13 @@ func (b *builder) secretValue(where, secret, key string, needPartOf bool) ([]byt
 	var err error
 	switch {
 	case !ok:
-		err = fmt.Errorf("%s: Secret %q does not exist in the Argo CD namespace: create it or fix the reference", where, secret)
+		err = fmt.Errorf("%s: Secret %q does not exist in the Argo CD namespace: create it or fix the reference%w", where, secret, ErrSecretReference)
 	case labels[labelSecretType] != "":
 		// Cluster and repository credentials never leave the control
 		// plane, whatever a ConfigMap says.
-		err = fmt.Errorf("%s: Secret %q holds Argo CD %s credentials, which Gatehouse never forwards: put the value in a Secret of its own", where, secret, labels[labelSecretType])
+		err = fmt.Errorf("%s: Secret %q holds Argo CD %s credentials, which Gatehouse never forwards: put the value in a Secret of its own%w", where, secret, labels[labelSecretType], ErrSecretReference)
 	case needPartOf && labels[labelPartOf] != "argocd":
-		err = fmt.Errorf("%s: Secret %q lacks the label %s=argocd, which Argo CD requires of \"$<secret>:<key>\" references: label the Secret", where, secret, labelPartOf)
+		err = fmt.Errorf("%s: Secret %q lacks the label %s=argocd, which Argo CD requires of \"$<secret>:<key>\" references: label the Secret%w", where, secret, labelPartOf, ErrSecretReference)
 	}
 	if err != nil {
 		b.errs = append(b.errs, err)
@@ -321,7 +332,7 @@ func (b *builder) secretValue(where, secret, key string, needPartOf bool) ([]byt
 	}
 	v, ok := data[key]
 	if !ok {
-		b.fail("%s: Secret %q has no key %q: add the key or fix the reference", where, secret, key)
+		b.fail("%s: Secret %q has no key %q: add the key or fix the reference%w", where, secret, key, ErrSecretReference)
 		return nil, false
 	}
 	return v, true

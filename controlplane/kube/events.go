@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 )
 
@@ -48,11 +49,14 @@ func (r *EventReporter) Report(ctx context.Context, problems []controlplane.Prob
 
 func (r *EventReporter) object(ctx context.Context, p controlplane.Problem) client.Object {
 	var obj client.Object
+	gvk := corev1.SchemeGroupVersion.WithKind(p.Kind)
 	switch p.Kind {
 	case "ConfigMap":
 		obj = &corev1.ConfigMap{}
 	case "Secret":
 		obj = &corev1.Secret{}
+	case gatehousev1.KindPolicyBundle:
+		obj, gvk = &gatehousev1.PolicyBundle{}, gatehousev1.GroupVersion.WithKind(p.Kind)
 	default:
 		return nil
 	}
@@ -61,6 +65,6 @@ func (r *EventReporter) object(ctx context.Context, p controlplane.Problem) clie
 		return nil
 	}
 	// The cache strips type information; the recorder needs it for the reference.
-	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(p.Kind))
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/kubeyaml"
@@ -17,13 +18,13 @@ import (
 // .yaml, .yml and .json file below it, hidden ones included; Lists
 // expanded; regular files only) into a State. Objects without a namespace
 // are read as in controlPlaneNamespace, as `kubectl apply -n <it> -f dir`
-// would place them. Kinds other than Application, AppProject, ConfigMap and
-// Secret are ignored, as are AppProjects, ConfigMaps and Secrets of other
-// namespaces: the Kubernetes source does not watch them either. A file that
-// does not parse, a tree with no object at all, an object the API server
-// would refuse, or one defined twice fails the whole load, so a half-edited
-// tree never replaces a good one. Special files the loader skipped are
-// returned, so they can be reported.
+// would place them. Kinds other than Application, AppProject, ConfigMap,
+// Secret and PolicyBundle are ignored, as are objects other than
+// Applications in other namespaces: the Kubernetes source does not watch
+// them either. A file that does not parse, a tree with no object at all, an
+// object the API server would refuse, or one defined twice fails the whole
+// load, so a half-edited tree never replaces a good one. Special files the
+// loader skipped are returned, so they can be reported.
 func Load(ctx context.Context, dir, ns string) (*controlplane.State, []kubeyaml.Skipped, error) {
 	in, err := kubeyaml.Read(ctx, []string{dir}, kubeyaml.Options{})
 	if err != nil {
@@ -62,6 +63,8 @@ func kept(obj *kubeyaml.Object, ns string) bool {
 		return false
 	case gk.Group == v1alpha1.GroupVersion.Group && strings.EqualFold(gk.Kind, v1alpha1.KindAppProject):
 		return true
+	case gk.Group == gatehousev1.GroupVersion.Group && strings.EqualFold(gk.Kind, gatehousev1.KindPolicyBundle):
+		return true
 	default:
 		return gk == schema.GroupKind{Kind: "ConfigMap"} || gk == schema.GroupKind{Kind: "Secret"}
 	}
@@ -93,6 +96,8 @@ func add(st *controlplane.State, obj *kubeyaml.Object, ns string) error {
 		if controlplane.RelevantConfigMap(c.Name, c.Labels) {
 			st.ConfigMaps[c.Name] = controlplane.ProjectConfigMap(&c)
 		}
+		key, ref := controlplane.ConfigMapFetchRef(&c)
+		st.FetchRefs[key] = ref
 	case "Secret":
 		var s corev1.Secret
 		if err := obj.Into(&s); err != nil {
@@ -106,6 +111,14 @@ func add(st *controlplane.State, obj *kubeyaml.Object, ns string) error {
 			s.Data[k] = []byte(v)
 		}
 		st.Secrets[s.Name] = controlplane.ProjectSecret(&s)
+		key, ref := controlplane.SecretFetchRef(&s)
+		st.FetchRefs[key] = ref
+	case gatehousev1.KindPolicyBundle:
+		var b gatehousev1.PolicyBundle
+		if err := obj.Into(&b); err != nil {
+			return err
+		}
+		st.PolicyBundles[b.Name] = b.Spec
 	}
 	return nil
 }

@@ -200,3 +200,56 @@ func TestLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadPolicyBundlesAndWhatTheyReference(t *testing.T) {
+	dir := t.TempDir()
+	yaml := `apiVersion: gatehouse.io/v1alpha1
+kind: PolicyBundle
+metadata: {name: extensions}
+spec:
+  url: oci://registry.example/policies/extensions:v3
+  secretRef: {name: registry}
+  verification: {publicKeyRef: {kind: ConfigMap, name: keys, key: signer.pem}}
+---
+apiVersion: gatehouse.io/v1alpha1
+kind: PolicyBundle
+metadata: {name: elsewhere, namespace: team-a}
+spec: {url: "https://x.example/b.tar.gz"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: registry}
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: eyJhdXRocyI6e319
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: keys}
+data: {signer.pem: "-----BEGIN PUBLIC KEY-----"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "bundles.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := Load(t.Context(), dir, "argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(st.PolicyBundles)); !slices.Equal(got, []string{"extensions"}) || st.PolicyBundles["extensions"].SecretRef.Name != "registry" {
+		t.Fatalf("policy bundles %v: want the control-plane namespace's only", got)
+	}
+	// The registry Secret's credentials are kept whole for the fetcher, and
+	// never in the Secrets the snapshot may draw on.
+	if r := st.FetchRefs["Secret/registry"]; r.Type != "kubernetes.io/dockerconfigjson" || string(r.Data[".dockerconfigjson"]) != `{"auths":{}}` {
+		t.Errorf("fetch ref %+v", r)
+	}
+	if len(st.Secrets["registry"].Data) != 0 {
+		t.Error("the registry Secret's data reached the snapshot's Secrets")
+	}
+	if string(st.FetchRefs["ConfigMap/keys"].Data["signer.pem"]) != "-----BEGIN PUBLIC KEY-----" {
+		t.Errorf("key ConfigMap %+v", st.FetchRefs["ConfigMap/keys"])
+	}
+	if _, ok := st.ConfigMaps["keys"]; ok {
+		t.Error("an unrelated ConfigMap is in the snapshot's ConfigMaps")
+	}
+}

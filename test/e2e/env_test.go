@@ -76,7 +76,7 @@ func start() (*cluster, error) {
 	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl"), logs: &bytes.Buffer{}}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{"testdata/crds"},
+		CRDDirectoryPaths:     []string{"testdata/crds", "../../manifests/base/crds"},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := c.env.Start()
