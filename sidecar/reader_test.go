@@ -197,9 +197,13 @@ func TestLoadRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			mustWrite(t, newTestWriter(t, root), "v1", standardFiles("v1")...)
+			w := newTestWriter(t, root)
+			mustWrite(t, w, "v1", standardFiles("v1")...)
 			if _, err := Load(root, Limits{}); err != nil {
 				t.Fatalf("Load before breaking anything: %v", err)
+			}
+			if m, err := w.VerifyCurrent(); err != nil || m.Version != "v1" {
+				t.Fatalf("VerifyCurrent before breaking anything: %v, %v", m, err)
 			}
 			tt.breakIt(t, root)
 			s, err := Load(root, Limits{})
@@ -208,6 +212,12 @@ func TestLoadRefuses(t *testing.T) {
 			}
 			if !errContains(err, tt.wantErr...) {
 				t.Fatalf("Load = %v, want an error mentioning %q", err, tt.wantErr)
+			}
+			// The agent's check is the same loader: it refuses what the
+			// proxy refuses, for the same reason.
+			m, verr := w.VerifyCurrent()
+			if m != nil || verr == nil || verr.Error() != err.Error() {
+				t.Fatalf("VerifyCurrent = %v, %v; want Load's error %v", m, verr, err)
 			}
 		})
 	}
