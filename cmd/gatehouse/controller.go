@@ -187,14 +187,12 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 			return err
 		}
 	}
-	// The agent registry is served on the metrics port, for `gatehouse status`.
 	extra := map[string]http.Handler{}
 	var agents *server.Server
 	if o.Agents.enabled() {
 		if agents, err = newAgentServer(&o.Agents, cfg, metrics.Registry, logger); err != nil {
 			return err
 		}
-		extra[server.DebugAgentsPath] = agents.DebugHandler()
 	}
 	if o.Profiling {
 		addProfiling(extra)
@@ -248,7 +246,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		checks["certificate"] = rot.Ready
 	}
 	if agents != nil {
-		runnables = append(runnables, manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress)))
+		runnables = append(runnables, manager.RunnableFunc(serveAgents(agents, &o.Agents, logger)))
 		if o.Agents.SnapshotDir != "" {
 			runnables = append(runnables, manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger)))
 		}
