@@ -129,10 +129,13 @@ func readVersion(root, version string, l Limits, buf []byte) (*Snapshot, error) 
 	if buf == nil {
 		s.files = make(map[string][]byte, len(m.Files))
 	}
-	dirs := &dirChain{root: r}
-	defer dirs.close()
+	files, err := openFiles(r)
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
+	}
+	defer files.close()
 	for _, f := range m.Files {
-		b, err := readVerified(dirs, f, buf)
+		b, err := readVerified(files, f, buf)
 		if err != nil {
 			return nil, fmt.Errorf("load snapshot %s: %s: %w", version, f.Path, err)
 		}
@@ -225,6 +228,9 @@ func checkTree(r *os.Root, m *Manifest) error {
 // returns the subdirectories to visit.
 func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, error) {
 	d, err := r.Open(native(dir))
+	if err == nil {
+		d, err = listable(d)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: open directory: %w", dir, err)
 	}
@@ -264,123 +270,36 @@ func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, err
 	}
 }
 
-// dirChain holds the directories of the file being read open, each as an os.Root of
-// its own, from the version directory down. A file is then read by its base name in
-// its directory: one fstatat and one openat, where a path through the version's
-// os.Root opened every directory on the way again for each call (two thirds of the
-// system calls of reading a 10,000-file snapshot). Files come sorted by path, so
-// a directory's files and subdirectories come together: each directory is opened
-// once, and only the chain of the current file is open at a time.
-type dirChain struct {
-	root  *os.Root
-	paths []string // of the directories below root, outermost first
-	dirs  []*os.Root
-}
-
-// dir returns the directory dir (slash-separated, "." for the version directory).
-// Every component must be a real directory: os.Root would follow a symlink that stays
-// inside the version, and the contract has none.
-func (c *dirChain) dir(dir string) (*os.Root, error) {
-	if dir == "." {
-		return c.root, nil
-	}
-	// Close what is not on the way to dir.
-	keep := 0
-	for keep < len(c.paths) && (dir == c.paths[keep] || strings.HasPrefix(dir, c.paths[keep]+"/")) {
-		keep++
-	}
-	for i := keep; i < len(c.dirs); i++ {
-		_ = c.dirs[i].Close()
-	}
-	c.paths, c.dirs = c.paths[:keep], c.dirs[:keep]
-	for len(c.paths) == 0 || c.paths[len(c.paths)-1] != dir {
-		parent, start := c.root, 0
-		if n := len(c.paths); n > 0 {
-			parent, start = c.dirs[n-1], len(c.paths[n-1])+1
-		}
-		next, _, _ := strings.Cut(dir[start:], "/")
-		p := dir[:start] + next
-		d, err := openSubdir(parent, next)
-		if err != nil {
-			return nil, fmt.Errorf("parent %s %w", p, err)
-		}
-		c.paths, c.dirs = append(c.paths, p), append(c.dirs, d)
-	}
-	return c.dirs[len(c.dirs)-1], nil
-}
-
-// openSubdir opens the directory name of parent as an os.Root, refusing anything but
-// a real directory, and insisting that it opened what it inspected.
-func openSubdir(parent *os.Root, name string) (*os.Root, error) {
-	fi, err := parent.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("is a %s, not a directory", typeName(fi.Mode()))
-	}
-	d, err := parent.OpenRoot(name)
-	if err != nil {
-		return nil, err
-	}
-	opened, err := d.Stat(".")
-	if err == nil && !os.SameFile(fi, opened) {
-		err = errors.New("changed while being opened")
-	}
-	if err != nil {
-		_ = d.Close()
-		return nil, err
-	}
-	return d, nil
-}
-
-func (c *dirChain) close() {
-	for _, d := range c.dirs {
-		_ = d.Close()
-	}
-	c.paths, c.dirs = nil, nil
-}
-
 // readVerified reads one listed file and verifies it against its entry. With
 // buf it hashes the file through buf instead and returns no content.
-func readVerified(dirs *dirChain, f FileMeta, buf []byte) ([]byte, error) {
-	r, err := dirs.dir(path.Dir(f.Path))
+func readVerified(files fileOpener, f FileMeta, buf []byte) ([]byte, error) {
+	file, size, err := files.open(f.Path, f.Size, f.Size)
 	if err != nil {
 		return nil, err
-	}
-	name := path.Base(f.Path)
-	if buf != nil {
-		return nil, hashVerified(r, name, f, buf)
-	}
-	b, err := readRegular(r, name, f.Size, f.Size)
-	if err != nil {
-		return nil, err
-	}
-	if err := verify(f, b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// hashVerified is readVerified hashing the content of name, in r, through buf.
-func hashVerified(r *os.Root, name string, f FileMeta, buf []byte) error {
-	file, size, err := openRegular(r, name, f.Size, f.Size)
-	if err != nil {
-		return err
 	}
 	defer file.Close()
+	if buf == nil {
+		b := make([]byte, size)
+		if n, err := io.ReadFull(file, b); err != nil {
+			return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, err)
+		}
+		if err := atEnd(file, size, make([]byte, 1)); err != nil {
+			return nil, err
+		}
+		return b, verify(f, b)
+	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, io.LimitReader(file, size), buf)
 	if err != nil || n != size {
-		return fmt.Errorf("read: got %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+		return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
 	}
 	if err := atEnd(file, size, buf[:1]); err != nil {
-		return err
+		return nil, err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
-		return fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
+		return nil, fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
 	}
-	return nil
+	return nil, nil
 }
 
 // readRegular reads the regular file p, refusing anything else and anything larger
@@ -401,8 +320,8 @@ func readRegular(r *os.Root, p string, want, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// openRegular opens the regular file p for readRegular and hashVerified, with their
-// checks, and returns its size.
+// openRegular opens the regular file p for readRegular and the portable fileOpener,
+// refusing anything else, and returns its size; see readRegular.
 func openRegular(r *os.Root, p string, want, max int64) (*os.File, int64, error) {
 	fi, err := r.Lstat(native(p))
 	if err != nil {
@@ -442,7 +361,7 @@ func openRegular(r *os.Root, p string, want, max int64) (*os.File, int64, error)
 
 // atEnd checks that one more read hits the end: a file still growing is not what was
 // checked.
-func atEnd(f *os.File, size int64, scratch []byte) error {
+func atEnd(f io.Reader, size int64, scratch []byte) error {
 	if n, _ := f.Read(scratch); n != 0 {
 		return fmt.Errorf("grew beyond %d bytes while being read", size)
 	}

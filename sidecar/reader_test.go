@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -53,11 +54,7 @@ func TestLoadRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tests := []struct {
-		name    string
-		breakIt func(t *testing.T, root string)
-		wantErr []string
-	}{
+	tests := []loadRefusesCase{
 		{
 			name: "a symlink planted beside the files",
 			breakIt: func(t *testing.T, root string) {
@@ -194,6 +191,25 @@ func TestLoadRefuses(t *testing.T) {
 			wantErr: []string{"current", "not a symlink"},
 		},
 	}
+	for _, fast := range []bool{true, false} {
+		if fast && !fastFiles {
+			continue // not available on this platform
+		}
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			defer func(old bool) { fastFiles = old }(fastFiles)
+			fastFiles = fast
+			testLoadRefuses(t, tests)
+		})
+	}
+}
+
+type loadRefusesCase struct {
+	name    string
+	breakIt func(t *testing.T, root string)
+	wantErr []string
+}
+
+func testLoadRefuses(t *testing.T, tests []loadRefusesCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
