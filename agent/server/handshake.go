@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,6 +92,15 @@ func (c *handshakingConn) handshakeDone() {
 func (c *handshakingConn) Close() error {
 	c.handshakeDone()
 	return c.Conn.Close()
+}
+
+// SyscallConn passes the TCP connection's raw handle through, as gRPC's TLS
+// credentials look for it (channelz reads socket options with it).
+func (c *handshakingConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("not a system connection")
 }
 
 // guardedCreds wraps the server's TLS credentials: it frees the listener's
