@@ -14,22 +14,7 @@ import (
 // machine disturbs less than the wall clock. Run it on a tmpfs
 // (TMPDIR=/dev/shm) to leave the disk out.
 func BenchmarkVerifyCurrent(b *testing.B) {
-	const n = 10000
-	w, err := NewWriter(b.TempDir(), Limits{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	content := map[string][]byte{}
-	m := &Manifest{SchemaVersion: SchemaVersion, Version: "v1"}
-	for i := range n {
-		c := fmt.Appendf(nil, "%01000d", i)
-		sum := HashBytes(c)
-		content[sum] = c
-		m.Files = append(m.Files, FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: KindConfig})
-	}
-	if err := w.Write(m, func(sum string) ([]byte, error) { return content[sum], nil }); err != nil {
-		b.Fatal(err)
-	}
+	w, _ := tenThousandFiles(b)
 	for _, fast := range []bool{true, false} {
 		if fast && !fastFiles {
 			continue
@@ -46,6 +31,49 @@ func BenchmarkVerifyCurrent(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkLoad is the proxy's load of the same snapshot: every file read,
+// hashed and kept.
+func BenchmarkLoad(b *testing.B) {
+	_, root := tenThousandFiles(b)
+	for _, fast := range []bool{true, false} {
+		if fast && !fastFiles {
+			continue
+		}
+		b.Run(fmt.Sprintf("fast=%v", fast), func(b *testing.B) {
+			defer func(old bool) { fastFiles = old }(fastFiles)
+			fastFiles = fast
+			start := cpuTime()
+			for b.Loop() {
+				if _, err := Load(root, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// tenThousandFiles writes a version of 10,000 files of 1,000 bytes.
+func tenThousandFiles(b *testing.B) (*Writer, string) {
+	root := b.TempDir()
+	w, err := NewWriter(root, Limits{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	content := map[string][]byte{}
+	m := &Manifest{SchemaVersion: SchemaVersion, Version: "v1"}
+	for i := range 10000 {
+		c := fmt.Appendf(nil, "%01000d", i)
+		sum := HashBytes(c)
+		content[sum] = c
+		m.Files = append(m.Files, FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: KindConfig})
+	}
+	if err := w.Write(m, func(sum string) ([]byte, error) { return content[sum], nil }); err != nil {
+		b.Fatal(err)
+	}
+	return w, root
 }
 
 func cpuTime() time.Duration {
