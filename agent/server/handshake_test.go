@@ -36,7 +36,7 @@ func TestHandshakesAreBoundedInTimeAndNumber(t *testing.T) {
 		conn, err := d.DialContext(ctx, "tcp", h.addr)
 		cancel()
 		if err == nil {
-			conn.Close()
+			_ = conn.Close()
 			t.Fatal("a TLS handshake completed while every slot was held by an idle connection")
 		}
 		// Once an idle connection goes, the next handshake is served.
@@ -45,7 +45,7 @@ func TestHandshakesAreBoundedInTimeAndNumber(t *testing.T) {
 		if err != nil {
 			t.Fatalf("handshake after a slot was freed: %v", err)
 		}
-		conn.Close()
+		_ = conn.Close()
 		_ = second.Close()
 		eventually(t, "the slots are free", func() bool {
 			return testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress") == 0

@@ -167,12 +167,12 @@ func (o *Options) complete() error {
 type Server struct {
 	agentv1.UnimplementedCommanderServer
 
-	o       Options
-	log     *slog.Logger
-	tls     *tlsFiles
-	grpc    *grpc.Server
+	o    Options
+	log  *slog.Logger
+	tls  *tlsFiles
+	grpc *grpc.Server
 	// lis is what Serve serves; see handshakeListener.
-	lis atomic.Pointer[handshakeListener]
+	lis     atomic.Pointer[handshakeListener]
 	metrics *metrics
 	now     func() time.Time
 
