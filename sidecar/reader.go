@@ -1,6 +1,9 @@
 package sidecar
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +95,24 @@ func Load(root string, l Limits) (*Snapshot, error) {
 
 // loadVersion reads and verifies root/versions/<version>.
 func loadVersion(root, version string, l Limits) (*Snapshot, error) {
+	return readVersion(root, version, l, nil)
+}
+
+// verifyVersion checks root/versions/<version> exactly as loadVersion does (the same
+// code: every check in the package documentation, every byte hashed against the
+// manifest) but keeps no content, and returns the manifest. It needs a small buffer
+// instead of the snapshot's size in memory (Writer.VerifyCurrent).
+func verifyVersion(root, version string, l Limits) (*Manifest, error) {
+	s, err := readVersion(root, version, l, make([]byte, 64<<10))
+	if err != nil {
+		return nil, err
+	}
+	return s.Manifest, nil
+}
+
+// readVersion reads and verifies root/versions/<version>. With a buffer the
+// files are hashed through it and not kept: the Snapshot has no content.
+func readVersion(root, version string, l Limits, buf []byte) (*Snapshot, error) {
 	r, err := openVersion(root, version)
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
@@ -104,13 +125,23 @@ func loadVersion(root, version string, l Limits) (*Snapshot, error) {
 	if err := checkTree(r, m); err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
 	}
-	s := &Snapshot{Manifest: m, files: make(map[string][]byte, len(m.Files))}
+	s := &Snapshot{Manifest: m}
+	if buf == nil {
+		s.files = make(map[string][]byte, len(m.Files))
+	}
+	files, err := openFiles(r)
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
+	}
+	defer files.close()
 	for _, f := range m.Files {
-		b, err := readVerified(r, f)
+		b, err := readVerified(files, f, buf)
 		if err != nil {
 			return nil, fmt.Errorf("load snapshot %s: %s: %w", version, f.Path, err)
 		}
-		s.files[f.Path] = b
+		if buf == nil {
+			s.files[f.Path] = b
+		}
 	}
 	return s, nil
 }
@@ -197,6 +228,9 @@ func checkTree(r *os.Root, m *Manifest) error {
 // returns the subdirectories to visit.
 func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, error) {
 	d, err := r.Open(native(dir))
+	if err == nil {
+		d, err = listable(d)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: open directory: %w", dir, err)
 	}
@@ -236,73 +270,102 @@ func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, err
 	}
 }
 
-// readVerified reads one listed file and verifies it against its entry.
-func readVerified(r *os.Root, f FileMeta) ([]byte, error) {
-	// Intermediate components must be real directories too: os.Root would follow a
-	// symlink that stays inside the version, and the contract has none.
-	for i := 0; i < len(f.Path); i++ {
-		if f.Path[i] != '/' {
-			continue
-		}
-		fi, err := r.Lstat(native(f.Path[:i]))
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("parent %s is a %s, not a directory", f.Path[:i], typeName(fi.Mode()))
-		}
-	}
-	b, err := readRegular(r, f.Path, f.Size, f.Size)
+// readVerified reads one listed file and verifies it against its entry. With
+// buf it hashes the file through buf instead and returns no content.
+func readVerified(files fileOpener, f FileMeta, buf []byte) ([]byte, error) {
+	file, size, err := files.open(f.Path, f.Size, f.Size)
 	if err != nil {
 		return nil, err
 	}
-	if err := verify(f, b); err != nil {
+	defer file.Close()
+	if buf == nil {
+		b := make([]byte, size)
+		if n, err := io.ReadFull(file, b); err != nil {
+			return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, err)
+		}
+		if err := atEnd(file, size, make([]byte, 1)); err != nil {
+			return nil, err
+		}
+		return b, verify(f, b)
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, io.LimitReader(file, size), buf)
+	if err != nil || n != size {
+		return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	if err := atEnd(file, size, buf[:1]); err != nil {
 		return nil, err
 	}
-	return b, nil
+	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
+		return nil, fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
+	}
+	return nil, nil
 }
 
 // readRegular reads the regular file p, refusing anything else and anything larger
 // than max. With want >= 0 the file must be exactly want bytes, checked before reading.
 func readRegular(r *os.Root, p string, want, max int64) ([]byte, error) {
-	fi, err := r.Lstat(native(p))
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("is a %s, not a regular file", typeName(fi.Mode()))
-	}
-	f, err := r.Open(native(p))
+	f, size, err := openRegular(r, p, want, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	// The entry might have been swapped between Lstat and Open (a FIFO would block the
-	// read forever, a symlink would point elsewhere): insist that we opened what we
-	// inspected.
-	opened, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !os.SameFile(fi, opened) {
-		return nil, errors.New("changed while being opened")
-	}
-	size := opened.Size()
-	switch {
-	case want >= 0 && size != want:
-		return nil, fmt.Errorf("%d bytes on disk, manifest says %d", size, want)
-	case size > max:
-		return nil, fmt.Errorf("%d bytes, more than the limit of %d", size, max)
-	}
 	b := make([]byte, size)
 	if n, err := io.ReadFull(f, b); err != nil {
 		return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, err)
 	}
-	// One more read must hit the end: a file still growing is not what was checked.
-	if n, _ := f.Read(make([]byte, 1)); n != 0 {
-		return nil, fmt.Errorf("grew beyond %d bytes while being read", size)
+	if err := atEnd(f, size, make([]byte, 1)); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// openRegular opens the regular file p for readRegular and the portable fileOpener,
+// refusing anything else, and returns its size; see readRegular.
+func openRegular(r *os.Root, p string, want, max int64) (*os.File, int64, error) {
+	fi, err := r.Lstat(native(p))
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("is a %s, not a regular file", typeName(fi.Mode()))
+	}
+	f, err := r.Open(native(p))
+	if err != nil {
+		return nil, 0, err
+	}
+	// The entry might have been swapped between Lstat and Open (a FIFO would block the
+	// read forever, a symlink would point elsewhere): insist that we opened what we
+	// inspected.
+	opened, err := f.Stat()
+	if err == nil && !os.SameFile(fi, opened) {
+		err = errors.New("changed while being opened")
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, err
+	}
+	size := opened.Size()
+	switch {
+	case want >= 0 && size != want:
+		err = fmt.Errorf("%d bytes on disk, manifest says %d", size, want)
+	case size > max:
+		err = fmt.Errorf("%d bytes, more than the limit of %d", size, max)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+// atEnd checks that one more read hits the end: a file still growing is not what was
+// checked.
+func atEnd(f io.Reader, size int64, scratch []byte) error {
+	if n, _ := f.Read(scratch); n != 0 {
+		return fmt.Errorf("grew beyond %d bytes while being read", size)
+	}
+	return nil
 }
 
 // typeName names a file type for error messages.

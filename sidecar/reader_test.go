@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -53,11 +54,7 @@ func TestLoadRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tests := []struct {
-		name    string
-		breakIt func(t *testing.T, root string)
-		wantErr []string
-	}{
+	tests := []loadRefusesCase{
 		{
 			name: "a symlink planted beside the files",
 			breakIt: func(t *testing.T, root string) {
@@ -194,12 +191,35 @@ func TestLoadRefuses(t *testing.T) {
 			wantErr: []string{"current", "not a symlink"},
 		},
 	}
+	for _, fast := range []bool{true, false} {
+		if fast && !fastFiles {
+			continue // not available on this platform
+		}
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			defer func(old bool) { fastFiles = old }(fastFiles)
+			fastFiles = fast
+			testLoadRefuses(t, tests)
+		})
+	}
+}
+
+type loadRefusesCase struct {
+	name    string
+	breakIt func(t *testing.T, root string)
+	wantErr []string
+}
+
+func testLoadRefuses(t *testing.T, tests []loadRefusesCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			mustWrite(t, newTestWriter(t, root), "v1", standardFiles("v1")...)
+			w := newTestWriter(t, root)
+			mustWrite(t, w, "v1", standardFiles("v1")...)
 			if _, err := Load(root, Limits{}); err != nil {
 				t.Fatalf("Load before breaking anything: %v", err)
+			}
+			if m, err := w.VerifyCurrent(); err != nil || m.Version != "v1" {
+				t.Fatalf("VerifyCurrent before breaking anything: %v, %v", m, err)
 			}
 			tt.breakIt(t, root)
 			s, err := Load(root, Limits{})
@@ -208,6 +228,12 @@ func TestLoadRefuses(t *testing.T) {
 			}
 			if !errContains(err, tt.wantErr...) {
 				t.Fatalf("Load = %v, want an error mentioning %q", err, tt.wantErr)
+			}
+			// The agent's check is the same loader: it refuses what the
+			// proxy refuses, for the same reason.
+			m, verr := w.VerifyCurrent()
+			if m != nil || verr == nil || verr.Error() != err.Error() {
+				t.Fatalf("VerifyCurrent = %v, %v; want Load's error %v", m, verr, err)
 			}
 		})
 	}

@@ -124,10 +124,11 @@ func (st *Stage) open() error {
 }
 
 // plan links what the current version holds and lists the rest. The current version
-// is skipped when it is the one being rewritten: that only happens when it is damaged.
+// is skipped when it is the one being rewritten (that only happens when it is damaged)
+// and when VerifyCurrent found it damaged.
 func (st *Stage) plan() error {
 	var cur *currentIndex
-	if st.prev != "" && st.prev != st.m.Version {
+	if st.prev != "" && st.prev != st.m.Version && st.w.linkable(st.prev) {
 		idx, err := st.w.current()
 		if err != nil {
 			st.w.log.Warn("cannot reuse files of the current snapshot; downloading them", "error", err)
@@ -297,6 +298,9 @@ func (st *Stage) Commit() error {
 	}
 	st.w.cacheMu.Lock()
 	st.w.cache = newIndex(st.m)
+	if st.w.damaged == version {
+		st.w.damaged = "" // written afresh, or found intact by Begin
+	}
 	st.w.cacheMu.Unlock()
 	st.w.log.Info("snapshot installed", "version", version, "previous", st.prev, "files", len(st.m.Files), "linked", st.linked, "written", len(st.missing))
 

@@ -85,6 +85,18 @@ func TestStageLinksWhatTheCurrentVersionHolds(t *testing.T) {
 			wantMissing: []string{"apps/b.json"},
 			wantLinked:  3,
 		},
+		{
+			// Same size and mode: only hashing tells, so the agent's check
+			// (VerifyCurrent) must keep the stage from linking anything.
+			name: "current file edited in place, found by VerifyCurrent",
+			damage: func(t *testing.T, root string) {
+				overwrite(t, root, "v1", "apps/b.json", "B1")
+			},
+			verify:      true,
+			next:        []fileSpec{cfg("apps/a.json", "a2"), base[1], base[2], base[3]},
+			wantMissing: []string{"apps/a.json", "apps/b.json", "policy/bundle.rego", "secrets/tls.key"},
+			wantLinked:  0,
+		},
 	}
 	for _, fast := range []bool{true, false} {
 		if fast && !fastLinks {
@@ -101,6 +113,7 @@ func TestStageLinksWhatTheCurrentVersionHolds(t *testing.T) {
 type stageLinkCase struct {
 	name        string
 	damage      func(t *testing.T, root string) // applied to v1 on disk
+	verify      bool                            // run VerifyCurrent after the damage
 	next        []fileSpec
 	wantMissing []string // paths Missing names
 	wantLinked  int
@@ -114,6 +127,11 @@ func testStageLinks(t *testing.T, base []fileSpec, tests []stageLinkCase) {
 			mustWrite(t, w, "v1", base...)
 			if tt.damage != nil {
 				tt.damage(t, root)
+			}
+			if tt.verify {
+				if _, err := w.VerifyCurrent(); err == nil {
+					t.Fatal("VerifyCurrent passes the damaged version")
+				}
 			}
 			m, bySHA := snapshotOf("v2", tt.next...)
 			st, err := w.Begin(m)

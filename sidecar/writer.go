@@ -29,6 +29,10 @@ type Writer struct {
 
 	cacheMu sync.Mutex
 	cache   *currentIndex // what current pointed at when last looked; nil if unknown
+	// damaged is a version VerifyCurrent found damaged: a Stage never links
+	// files from it, since a file edited in place keeps its size and mode.
+	// Cleared when the version is written afresh or verifies again.
+	damaged string
 }
 
 // currentIndex is the manifest of the current version with its files indexed by hash,
@@ -75,6 +79,39 @@ func (w *Writer) Current() (*Manifest, error) {
 	m := *idx.manifest
 	m.Files = slices.Clone(idx.manifest.Files)
 	return &m, nil
+}
+
+// VerifyCurrent checks the version current points at with the proxy's verifying
+// loader (Verify) and returns its manifest, or nil (and nil error) when there is none.
+// A version that fails is remembered as damaged: no later Stage links files from it,
+// and writing it again (Write or Begin with its manifest) replaces it whole.
+func (w *Writer) VerifyCurrent() (*Manifest, error) {
+	version, err := resolveCurrent(w.root)
+	if errors.Is(err, ErrNoSnapshot) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	m, err := verifyVersion(w.root, version, w.limits)
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	if err != nil {
+		w.damaged = version
+		w.log.Warn("current snapshot is damaged on disk; its files will not be reused", "version", version, "error", err)
+		return nil, err
+	}
+	if w.damaged == version {
+		w.damaged = ""
+	}
+	return m, nil
+}
+
+// linkable reports whether a Stage may link files from version.
+func (w *Writer) linkable(version string) bool {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	return version != w.damaged
 }
 
 // current returns the (cached) index of the current version, or nil when none.
@@ -205,12 +242,12 @@ func (w *Writer) inspect(want *Manifest) diskState {
 	if _, err := os.Lstat(versionDir(w.root, want.Version)); err != nil {
 		return diskAbsent
 	}
-	s, err := loadVersion(w.root, want.Version, w.limits)
+	m, err := verifyVersion(w.root, want.Version, w.limits)
 	if err != nil {
 		w.log.Warn("snapshot on disk does not verify", "version", want.Version, "error", err)
 		return diskDamaged
 	}
-	if !s.Manifest.equal(want) {
+	if !m.equal(want) {
 		w.log.Warn("snapshot on disk has another manifest under the same version", "version", want.Version)
 		return diskDiffers
 	}

@@ -38,6 +38,8 @@ type Options struct {
 	Root           string
 	ConfirmURL     string
 	ConfirmTimeout time.Duration
+	StaleAfter     time.Duration
+	UnreadyAfter   time.Duration
 	AdminAddress   string
 	AgentID        string
 	PodName        string
@@ -61,6 +63,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Root, "root", "/var/run/gatehouse/snapshot", "shared volume the snapshots are written to")
 	fs.StringVar(&o.ConfirmURL, "confirm-url", "", "proxy admin endpoint reporting the version it serves; when set, a version is acknowledged only once the proxy serves it")
 	fs.DurationVar(&o.ConfirmTimeout, "confirm-timeout", 30*time.Second, "how long to wait for the proxy to load a version")
+	fs.DurationVar(&o.StaleAfter, "stale-after", client.DefaultStaleAfter, "how long the agent may serve another version than the control plane's current one before /readyz and gatehouse_agent_stale report it stale")
+	fs.DurationVar(&o.UnreadyAfter, "stale-unready-after", client.DefaultUnreadyAfter,
+		"how long the agent may be behind before /readyz fails and takes the Pod out of the Service (0: never); a version every proxy refuses as invalid never does")
 	fs.StringVar(&o.AdminAddress, "admin-bind-address", ":8082", "address of /healthz, /readyz and /metrics")
 	fs.StringVar(&o.AgentID, "agent-id", os.Getenv("POD_UID"), "agent identity reported to the control plane (the control plane trusts the Pod UID bound in the token); default: $POD_UID")
 	fs.StringVar(&o.PodName, "pod-name", os.Getenv("POD_NAME"), "Pod name (default: $POD_NAME)")
@@ -81,6 +86,12 @@ func (o *Options) Validate() []error {
 	}
 	if o.Root == "" {
 		errs = append(errs, errors.New("--root must name the shared volume"))
+	}
+	if o.StaleAfter <= 0 {
+		errs = append(errs, fmt.Errorf("--stale-after %s: want a positive duration", o.StaleAfter))
+	}
+	if o.UnreadyAfter < 0 || (o.UnreadyAfter > 0 && o.UnreadyAfter < o.StaleAfter) {
+		errs = append(errs, fmt.Errorf("--stale-unready-after %s: want 0 (never) or at least --stale-after (%s)", o.UnreadyAfter, o.StaleAfter))
 	}
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
@@ -118,6 +129,14 @@ cleanly and exits 0.`,
 	return cmd
 }
 
+// unreadyAfter maps the flag's 0 (never) to client.Options' negative.
+func unreadyAfter(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // Run runs the agent until ctx ends.
 func Run(ctx context.Context, o *Options, version string, logger *slog.Logger) error {
 	limits := sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles}
@@ -139,6 +158,7 @@ func Run(ctx context.Context, o *Options, version string, logger *slog.Logger) e
 		Version: version,
 		Writer:  w, Limits: limits,
 		ConfirmURL: o.ConfirmURL, ConfirmTimeout: o.ConfirmTimeout,
+		StaleAfter: o.StaleAfter, UnreadyAfter: unreadyAfter(o.UnreadyAfter),
 		Logger: logger, Metrics: metrics,
 	})
 	if err != nil {

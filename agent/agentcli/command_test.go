@@ -19,6 +19,9 @@ func TestCommandRefusesBadFlags(t *testing.T) {
 		{[]string{"--max-files", "0"}, "--max-files"},
 		{[]string{"--memory-limit", "16MB"}, "--memory-limit"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
+		{[]string{"--stale-after", "0s"}, "--stale-after"},
+		{[]string{"--stale-unready-after", "30s"}, "--stale-unready-after 30s: want 0 (never) or at least --stale-after (1m0s)"},
+		{[]string{"--stale-unready-after", "-1s"}, "--stale-unready-after"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
@@ -47,9 +49,20 @@ type Options struct {
 
 	// InitialBackoff and MaxBackoff bound reconnect delays (500ms, 30s).
 	InitialBackoff, MaxBackoff time.Duration
-	// DownloadAttempts is how often a failed download is retried before the
-	// agent waits for the next announcement (3).
+	// DownloadAttempts is how often a download whose content does not match
+	// its hashes is tried before the version is rejected as invalid (3).
 	DownloadAttempts int
+	// RetryInitialBackoff and RetryMaxBackoff bound the waits before trying
+	// a version again after a transient failure: the volume (no space, I/O,
+	// permissions) or the proxy (1s, 30s).
+	RetryInitialBackoff, RetryMaxBackoff time.Duration
+
+	// StaleAfter is how long the agent may serve another version than the
+	// control plane's current one before it reports itself stale (1m).
+	// UnreadyAfter is how long before /readyz fails for it (5m; negative:
+	// never), unless the current version was rejected as invalid; see
+	// Status.
+	StaleAfter, UnreadyAfter time.Duration
 
 	// DialOptions are appended to the gRPC dial options (tests use them to
 	// inject faults; operators rarely need them).
@@ -63,8 +76,15 @@ type Options struct {
 type Agent struct {
 	o       Options
 	confirm *confirmer
-	ready   atomic.Bool
-	serving atomic.Value // string: version the proxy serves (or that was written)
+	health  *health
+	// instanceID is new for every Agent: the control plane remembers a
+	// version rejected as invalid only for the instance that rejected it.
+	instanceID string
+	// certAskedWithout: the server asked for a client certificate and the
+	// agent has none (see tlsConfig); cleared when a stream is accepted.
+	// gRPC fails calls fast with the last handshake's error until its next
+	// attempt, so it must outlive the attempt that set it.
+	certAskedWithout atomic.Bool
 }
 
 // New validates the options and returns an Agent; Run starts it.
@@ -100,6 +120,18 @@ func New(o Options) (*Agent, error) {
 	if o.DownloadAttempts == 0 {
 		o.DownloadAttempts = 3
 	}
+	if o.RetryInitialBackoff == 0 {
+		o.RetryInitialBackoff = time.Second
+	}
+	if o.RetryMaxBackoff == 0 {
+		o.RetryMaxBackoff = 30 * time.Second
+	}
+	if o.StaleAfter == 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.UnreadyAfter == 0 {
+		o.UnreadyAfter = DefaultUnreadyAfter
+	}
 	if o.ConfirmTimeout == 0 {
 		o.ConfirmTimeout = 30 * time.Second
 	}
@@ -109,8 +141,9 @@ func New(o Options) (*Agent, error) {
 	if o.Pod == nil {
 		o.Pod = &agentv1.PodRef{}
 	}
-	a := &Agent{o: o}
-	a.serving.Store("")
+	a := &Agent{o: o, instanceID: newID(),
+		health: &health{staleAfter: o.StaleAfter, unreadyAfter: o.UnreadyAfter, now: time.Now}}
+	o.Metrics.observe(a.Status)
 	if o.ConfirmURL != "" {
 		a.confirm = &confirmer{url: o.ConfirmURL, client: &http.Client{Timeout: 5 * time.Second},
 			interval: 200 * time.Millisecond, timeout: o.ConfirmTimeout}
@@ -118,18 +151,32 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
-// Ready reports whether a snapshot is being served.
-func (a *Agent) Ready() bool { return a.ready.Load() }
+// Defaults of Options.StaleAfter and Options.UnreadyAfter.
+const (
+	DefaultStaleAfter   = time.Minute
+	DefaultUnreadyAfter = 5 * time.Minute
+)
+
+// Ready reports whether a snapshot is being served (Status().Serving != "").
+func (a *Agent) Ready() bool { return a.Serving() != "" }
 
 // Serving is the version last acknowledged as served ("" before any).
-func (a *Agent) Serving() string { return a.serving.Load().(string) }
+func (a *Agent) Serving() string {
+	a.health.mu.Lock()
+	defer a.health.mu.Unlock()
+	return a.health.serving
+}
+
+// Status says what the agent serves and how far behind the control plane
+// it is.
+func (a *Agent) Status() Status { return a.health.status() }
 
 // Run connects, and reconnects with backoff, until ctx ends; it then closes
 // the stream cleanly and returns nil.
 func (a *Agent) Run(ctx context.Context) error {
 	a.restoreServing(ctx)
 	dial := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig(a.o.CAFile, a.o.CertFile, a.o.KeyFile, a.o.ServerName))),
+		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig(a.o.CAFile, a.o.CertFile, a.o.KeyFile, a.o.ServerName, &a.certAskedWithout))),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	}, a.o.DialOptions...)
 	conn, err := grpc.NewClient(a.o.Address, dial...)
@@ -146,11 +193,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.o.Logger.Info("agent stopped")
 			return nil
 		}
-		a.o.Metrics.disconnected()
-		if time.Since(started) > a.o.MaxBackoff {
-			b.reset() // it was a healthy session; start the backoff over
+		if a.certAskedWithout.Load() && status.Code(err) == codes.Unavailable {
+			err = fmt.Errorf("%w (%w)", errNoClientCertificate, err)
 		}
-		wait := b.next()
+		a.o.Metrics.disconnected()
+		a.health.connection(false, err)
+		wait := b.after(err, time.Since(started))
 		a.o.Logger.Warn("control plane connection ended; reconnecting", "error", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
@@ -162,9 +210,17 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // restoreServing picks up what is already on the volume after a restart,
 // so the agent is ready at once and does not re-download a current version.
+// It takes only a version that passes the proxy's verifying loader: a
+// damaged one is not reported as served, so the control plane sends it
+// again and the writer replaces it.
 func (a *Agent) restoreServing(ctx context.Context) {
-	m, err := a.o.Writer.Current()
-	if err != nil || m == nil {
+	m, err := a.o.Writer.VerifyCurrent()
+	if err != nil {
+		a.o.Logger.Error("the snapshot on the volume does not verify; not serving it, downloading it again", "error", err)
+		a.health.damagedAtStart(err)
+		return
+	}
+	if m == nil {
 		return
 	}
 	if a.confirm != nil {
@@ -173,8 +229,7 @@ func (a *Agent) restoreServing(ctx context.Context) {
 			return
 		}
 	}
-	a.serving.Store(m.Version)
-	a.ready.Store(true)
+	a.health.served(m.Version)
 }
 
 func (a *Agent) readToken() (string, error) {

@@ -7,16 +7,15 @@ import (
 	"io/fs"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
-// handle takes one announced version through download, write and
-// confirmation, reporting each step on the stream.
-func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement) {
+// handle takes one announced version through download, write,
+// verification and confirmation, reporting each step on the stream. It
+// returns a retry, due after a backoff, when the attempt failed for a
+// transient reason; see attempt.
+func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement) *retry {
 	version := an.config.GetVersion()
 	log := a.o.Logger.With("version", version)
 	m, fileErrs, err := a.manifestOf(an.config)
@@ -28,7 +27,7 @@ func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stre
 		}}, an.id); err != nil {
 			log.Warn("cannot ask for the full manifest", "error", err)
 		}
-		return
+		return nil
 	}
 	// The announcement can be large (1 MB at 10,000 files); it is not needed
 	// past this point, and the download that follows may take a while.
@@ -36,49 +35,97 @@ func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stre
 	if err != nil {
 		// A hostile or broken manifest: refuse it, never touch the disk.
 		log.Error("refusing announced snapshot", "error", err)
-		a.o.Metrics.result("rejected")
-		_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error(), fileErrs)
-		return
+		a.failed(version, agentv1.RejectionClass_REJECTION_CLASS_DETERMINISTIC, err)
+		_ = s.reject(an, agentv1.RejectionClass_REJECTION_CLASS_DETERMINISTIC, err.Error(), fileErrs)
+		return nil
 	}
-	if err := a.fetchAndWrite(ctx, rpc, s, an, m); err != nil {
-		if ctx.Err() != nil {
-			return // connection gone: the previous snapshot stays; retried on reconnect
-		}
-		log.Error("snapshot not written", "error", err)
-		a.o.Metrics.result("rejected")
-		_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error(), nil)
-		return
-	}
-	_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_WRITTEN, "", nil)
-	if a.confirm != nil {
-		if rejected, err := a.confirm.await(ctx, version); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			log.Error("proxy did not take the snapshot", "error", err, "refused", rejected)
-			a.o.Metrics.result("rejected")
-			_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error(), nil)
-			return
-		}
-	}
-	a.serving.Store(version)
-	a.ready.Store(true)
-	a.o.Metrics.result("applied")
-	log.Info("snapshot applied", "files", len(m.Files))
-	_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_APPLIED, "", nil)
+	return a.attempt(ctx, rpc, s, &retry{an: an, m: m,
+		backoff: backoff{initial: a.o.RetryInitialBackoff, max: a.o.RetryMaxBackoff}})
 }
 
-// errWrite marks a failure of the volume rather than of the download: it is
-// not retried.
-var errWrite = errors.New("shared volume")
+// retry is a version to try again after a transient failure.
+type retry struct {
+	an      *announcement
+	m       *sidecar.Manifest
+	backoff backoff
+	timer   *time.Timer // fires when the next attempt is due
+}
+
+func (r *retry) stop() {
+	if r != nil && r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// attempt tries r's version once and reports the outcome: APPLIED, or
+// REJECTED with its class. A deterministic rejection is final (the control
+// plane does not offer the version to this agent instance again); after a
+// transient one attempt returns r, due again after a jittered, capped
+// backoff, and the control plane keeps offering the version whenever the
+// agent reconnects.
+func (a *Agent) attempt(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, r *retry) *retry {
+	version := r.m.Version
+	log := a.o.Logger.With("version", version)
+	err := a.apply(ctx, rpc, s, r.an, r.m)
+	if err == nil {
+		a.health.served(version)
+		a.o.Metrics.result("applied")
+		log.Info("snapshot applied", "files", len(r.m.Files))
+		_ = s.status(r.an, agentv1.ConfigState_CONFIG_STATE_APPLIED, "", nil)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return nil // connection gone: the previous snapshot stays; offered again on reconnect
+	}
+	class := classify(err)
+	a.failed(version, class, err)
+	if class != agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
+		log.Error("snapshot rejected", "error", err)
+		_ = s.reject(r.an, class, err.Error(), nil)
+		return nil
+	}
+	wait := r.backoff.next()
+	log.Warn("snapshot not applied; trying again", "error", err, "in", wait.Round(time.Millisecond))
+	_ = s.reject(r.an, class, fmt.Sprintf("%v (trying again in %s)", err, wait.Round(time.Millisecond)), nil)
+	r.timer = time.NewTimer(wait)
+	return r
+}
+
+// failed records a failed attempt in the agent's health and metrics.
+func (a *Agent) failed(version string, class agentv1.RejectionClass, err error) {
+	a.health.failed(version, class, err)
+	a.o.Metrics.failure(class)
+	if class != agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
+		a.o.Metrics.result("rejected")
+	}
+}
+
+// apply downloads and writes m (unless the volume serves it intact
+// already), reports WRITTEN and, with --confirm-url, waits for the proxy to
+// serve it.
+func (a *Agent) apply(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement, m *sidecar.Manifest) error {
+	if err := a.fetchAndWrite(ctx, rpc, s, an, m); err != nil {
+		return err
+	}
+	_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_WRITTEN, "", nil)
+	if a.confirm == nil {
+		return nil
+	}
+	return a.confirm.await(ctx, m.Version)
+}
 
 // fetchAndWrite downloads what the volume lacks and writes the version.
-// Integrity failures are retried with a fresh download (each failure is
-// reported); transport failures end the attempt and leave the previous
-// snapshot in place.
+// Content that does not match its hashes is downloaded again, up to
+// DownloadAttempts times (each failure is reported as transient); the last
+// failure is the content's and so deterministic. Failures of the volume, the
+// connection or the control plane end the attempt at once: they are
+// transient, and attempt retries them after a backoff.
 func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement, m *sidecar.Manifest) error {
 	if cur, err := a.o.Writer.Current(); err == nil && cur != nil && cur.Version == m.Version {
-		return nil
+		if _, err := a.o.Writer.VerifyCurrent(); err == nil {
+			return nil
+		}
+		// Damaged on the volume: Begin sees it too and writes it afresh.
 	}
 	var lastErr error
 	for attempt := 1; attempt <= a.o.DownloadAttempts; attempt++ {
@@ -86,13 +133,13 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || isTransport(err) || errors.Is(err, errWrite) {
+		if ctx.Err() != nil || classify(err) == agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
 			return err
 		}
 		lastErr = err
 		a.o.Metrics.downloadFailed()
 		if attempt < a.o.DownloadAttempts {
-			_ = s.status(an, agentv1.ConfigState_CONFIG_STATE_REJECTED,
+			_ = s.reject(an, agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT,
 				fmt.Sprintf("%v (attempt %d of %d, retrying)", err, attempt, a.o.DownloadAttempts), nil)
 			select {
 			case <-ctx.Done():
@@ -106,11 +153,13 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 
 // install stages m on the volume (unchanged files are linked from the
 // current version), streams the rest straight from the control plane into
-// it, and commits. Anything short of a commit leaves no trace.
+// it, commits, and checks the result with the proxy's verifying loader.
+// Anything short of a commit leaves no trace; a commit that does not verify
+// is a transient failure, and the next attempt writes the version afresh.
 func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed bool, m *sidecar.Manifest) error {
 	st, err := a.o.Writer.Begin(m)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errWrite, err)
+		return err
 	}
 	defer st.Abort()
 	if missing := st.Missing(); len(missing) > 0 {
@@ -119,23 +168,12 @@ func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed
 		}
 	}
 	if err := st.Commit(); err != nil {
-		return fmt.Errorf("%w: %w", errWrite, err)
+		return err
+	}
+	if _, err := a.o.Writer.VerifyCurrent(); err != nil {
+		return transient(fmt.Errorf("the version as written does not verify: %w", err))
 	}
 	return nil
-}
-
-// isTransport tells a lost connection from bad data: only bad data is
-// worth reporting as a rejection.
-func isTransport(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
-	}
-	switch st.Code() {
-	case codes.Unavailable, codes.Canceled, codes.DeadlineExceeded:
-		return true
-	}
-	return false
 }
 
 // toManifest converts and validates an announcement. Per-file problems are

@@ -1,8 +1,14 @@
 package client
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
 
 // backoff is exponential with full jitter: many agents restarted together
@@ -23,3 +29,35 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.attempt = 0 }
+
+// after is the wait before reconnecting after a session that lasted lasted
+// and ended with err. The backoff starts over when the server ended a
+// healthy stream on purpose (shutdown, token expiry), or when the session
+// was healthy for longer than the longest wait: the delay then stays within
+// the first step, jittered, however many failures came before.
+func (b *backoff) after(err error, lasted time.Duration) time.Duration {
+	if endedOnPurpose(err) || lasted > b.max {
+		b.reset()
+	}
+	return b.next()
+}
+
+// endedOnPurpose reports whether err is the server ending a healthy
+// CommandChannel: Unavailable with one of agentv1's ending messages.
+func endedOnPurpose(err error) bool {
+	// Not status.FromError: for a wrapped error its message is the whole
+	// chain's text.
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return false
+	}
+	st := se.GRPCStatus()
+	if st.Code() != codes.Unavailable {
+		return false
+	}
+	switch st.Message() {
+	case agentv1.EndShuttingDown, agentv1.EndTokenExpired:
+		return true
+	}
+	return false
+}

@@ -46,9 +46,10 @@ func (c *confirmer) state(ctx context.Context) (*ProxyState, error) {
 	return &s, nil
 }
 
-// await polls until the proxy serves version (nil), refuses it (an error
-// carrying the proxy's reason, rejected=true), or the timeout passes.
-func (c *confirmer) await(ctx context.Context, version string) (rejected bool, err error) {
+// await polls until the proxy serves version (nil) or refuses it (an error
+// carrying the proxy's reason: the content is invalid), or the timeout
+// passes (a transient error: the proxy may be busy, restarting or down).
+func (c *confirmer) await(ctx context.Context, version string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	t := time.NewTicker(c.interval)
@@ -60,16 +61,16 @@ func (c *confirmer) await(ctx context.Context, version string) (rejected bool, e
 		case err != nil:
 			last = err
 		case s.ServedVersion == version:
-			return false, nil
+			return nil
 		case s.RejectedVersion == version:
-			return true, fmt.Errorf("proxy refused version %s: %s", version, s.RejectedReason)
+			return fmt.Errorf("proxy refused version %s: %s", version, s.RejectedReason)
 		}
 		select {
 		case <-ctx.Done():
 			if last == nil {
 				last = fmt.Errorf("proxy still serves another version")
 			}
-			return true, fmt.Errorf("proxy did not load version %s within %s: %w", version, c.timeout, last)
+			return transient(fmt.Errorf("proxy did not load version %s within %s: %w", version, c.timeout, last))
 		case <-t.C:
 		}
 	}

@@ -1,7 +1,11 @@
 package client
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
 
 // Metrics are the agent's Prometheus series; a nil *Metrics records nothing.
@@ -11,6 +15,10 @@ type Metrics struct {
 	results         *prometheus.CounterVec
 	downloadBytes   prometheus.Counter
 	downloadRetries prometheus.Counter
+	failures        *prometheus.CounterVec
+	// status is the agent's Status func, set by New; the stale and behind
+	// gauges read it when scraped, so they never drift from /readyz.
+	status atomic.Pointer[func() Status]
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -31,13 +39,67 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		downloadRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agent_download_failures_total", Help: "Downloads that failed verification.",
 		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_agent_apply_failures_total",
+			Help: "Failed attempts to apply a snapshot, by class: transient (the volume or the proxy failed; retried with backoff) or deterministic (the content is invalid).",
+		}, []string{"class"}),
 	}
-	for _, c := range []prometheus.Collector{m.connected_, m.connects, m.results, m.downloadBytes, m.downloadRetries} {
+	for _, class := range []string{"transient", "deterministic"} {
+		m.failures.WithLabelValues(class)
+	}
+	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatehouse_agent_stale",
+		Help: "1 while the agent has served another version than the control plane's current one for longer than --stale-after: its proxy serves older policy and revocations.",
+	}, func() float64 {
+		if m.current().Stale {
+			return 1
+		}
+		return 0
+	})
+	behind := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatehouse_agent_behind_seconds",
+		Help: "How long the agent has served another version than the control plane's current one (0 while it serves it).",
+	}, func() float64 { return m.current().Behind.Seconds() })
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gatehouse_agent_ready",
+		Help: "1 while /readyz answers 200.",
+	}, func() float64 {
+		if m.current().Ready {
+			return 1
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{m.connected_, m.connects, m.results, m.downloadBytes, m.downloadRetries, m.failures, stale, behind, ready} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// observe makes the gauges read status.
+func (m *Metrics) observe(status func() Status) {
+	if m != nil {
+		m.status.Store(&status)
+	}
+}
+
+func (m *Metrics) current() Status {
+	if f := m.status.Load(); f != nil {
+		return (*f)()
+	}
+	return Status{}
+}
+
+func (m *Metrics) failure(class agentv1.RejectionClass) {
+	if m == nil {
+		return
+	}
+	label := "deterministic"
+	if class == agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
+		label = "transient"
+	}
+	m.failures.WithLabelValues(label).Inc()
 }
 
 func (m *Metrics) connectAttempt() {

@@ -39,6 +39,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 		AgentVersion:   a.o.Version,
 		Capabilities:   a.capabilities(),
 		CurrentVersion: a.Serving(),
+		InstanceId:     a.instanceID,
 	}}}, ""); err != nil {
 		return fmt.Errorf("send connect request: %w", err)
 	}
@@ -55,7 +56,10 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 	}
 	s.serverPacked = slices.Contains(resp.GetSettings().GetCapabilities(), agentv1.CapabilityPacked)
 	a.o.Metrics.connected()
-	a.o.Logger.Info("connected to control plane", "address", a.o.Address, "serving", a.Serving())
+	a.certAskedWithout.Store(false)
+	a.health.connection(true, nil)
+	a.health.heard(resp.GetCurrentVersion())
+	a.o.Logger.Info("connected to control plane", "address", a.o.Address, "serving", a.Serving(), "current", resp.GetCurrentVersion())
 
 	latest := make(chan *announcement, 1)
 	var wg sync.WaitGroup
@@ -73,6 +77,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 		}
 		switch p := cmd.GetPayload().(type) {
 		case *agentv1.Command_ConfigAvailable:
+			a.health.heard(p.ConfigAvailable.GetVersion())
 			offer(latest, &announcement{id: cmd.GetMetadata().GetMessageId(), config: p.ConfigAvailable})
 		case *agentv1.Command_Keepalive:
 		default:
@@ -101,13 +106,25 @@ func offer(ch chan *announcement, an *announcement) {
 	}
 }
 
+// work handles announcements one at a time, newest first. A version that
+// failed for a transient reason is tried again when its backoff is due,
+// unless a newer announcement comes first.
 func (a *Agent) work(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, latest chan *announcement) {
+	var r *retry
+	defer func() { r.stop() }()
 	for {
+		var due <-chan time.Time
+		if r != nil {
+			due = r.timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case an := <-latest:
-			a.handle(ctx, rpc, s, an)
+			r.stop()
+			r = a.handle(ctx, rpc, s, an)
+		case <-due:
+			r = a.attempt(ctx, rpc, s, r)
 		}
 	}
 }
@@ -144,6 +161,14 @@ func (s *stream_) send(cmd *agentv1.Command, correlation string) error {
 func (s *stream_) status(an *announcement, state agentv1.ConfigState, reason string, fileErrs []*agentv1.FileError) error {
 	return s.send(&agentv1.Command{Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
 		Version: an.config.GetVersion(), State: state, Reason: reason, FileErrors: fileErrs,
+	}}}, an.id)
+}
+
+// reject reports REJECTED, saying whether a retry can help.
+func (s *stream_) reject(an *announcement, class agentv1.RejectionClass, reason string, fileErrs []*agentv1.FileError) error {
+	return s.send(&agentv1.Command{Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
+		Version: an.config.GetVersion(), State: agentv1.ConfigState_CONFIG_STATE_REJECTED, Reason: reason,
+		FileErrors: fileErrs, RejectionClass: class,
 	}}}, an.id)
 }
 

@@ -19,9 +19,9 @@ import (
 
 // Why a CommandChannel was ended by the server; see endStatus.
 var (
-	errShuttingDown = errors.New("server shutting down, reconnect")
+	errShuttingDown = errors.New(agentv1.EndShuttingDown)
 	errReplaced     = errors.New("replaced by a newer connection of the same agent")
-	errTokenExpired = errors.New("token expired; reconnect with a fresh token")
+	errTokenExpired = errors.New(agentv1.EndTokenExpired)
 )
 
 type received struct {
@@ -83,7 +83,7 @@ func (s *Server) CommandChannel(stream grpc.BidiStreamingServer[agentv1.Command,
 	}
 	accept := s.envelope(id.AgentID, r.cmd.GetMetadata().GetMessageId())
 	accept.Payload = &agentv1.Command_ConnectResponse{
-		ConnectResponse: &agentv1.AgentConnectResponse{Accepted: true, Settings: s.Settings()},
+		ConnectResponse: &agentv1.AgentConnectResponse{Accepted: true, Settings: s.Settings(), CurrentVersion: s.currentVersion()},
 	}
 	if err := stream.Send(accept); err != nil {
 		return err

@@ -199,35 +199,72 @@ func TestAnnouncementsAndStatuses(t *testing.T) {
 	}
 }
 
-func TestRejectedVersionIsNotResent(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.KeepaliveInterval = 100 * time.Millisecond })
-	v1, v2 := numbered(t, "reject", 2)[0], numbered(t, "reject", 2)[1]
-	mustPublish(t, h.srv, v1)
-
-	a, _ := h.connect("token-a", nil)
-	ann := a.nextConfig()
-	a.report(ann, agentv1.ConfigState_CONFIG_STATE_REJECTED, "policy does not compile")
-	eventually(t, "the rejection is recorded", func() bool {
-		g, _ := h.agent("agent-a")
-		return g.LastStatus == StatusRejected && g.LastError == "policy does not compile" && g.LastVersion == v1.Version()
-	})
-
-	// The same agent reconnecting (a network blip) is not sent v1 again...
-	a.cancel()
-	a2, _ := h.connect("token-a", nil)
-	a2.expectKeepaliveFirst()
-	// ...but another agent is.
-	b, _ := h.connect("token-b", nil)
-	if got := b.nextConfig().GetConfigAvailable().GetVersion(); got != v1.Version() {
-		t.Fatalf("other agent got %s, want %s", got, v1.Version())
+// A rejection says whether trying again can help, and the server remembers
+// only the deterministic ones, only for the agent instance that made them,
+// and only until the next version: a restarted agent, or one whose disk was
+// full, is offered the version again; one that found the content invalid is
+// not pestered with it on every reconnect.
+func TestRejectionsAreRememberedPerInstanceAndClass(t *testing.T) {
+	const (
+		deterministic = agentv1.RejectionClass_REJECTION_CLASS_DETERMINISTIC
+		transient     = agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT
+		unspecified   = agentv1.RejectionClass_REJECTION_CLASS_UNSPECIFIED
+	)
+	tests := []struct {
+		name              string
+		class             agentv1.RejectionClass
+		instance, next    string // the instance ids of the rejecting and the reconnecting stream
+		wantOfferedAgain  bool
+		wantRegistryClass string
+	}{
+		{"invalid content, same process reconnects", deterministic, "p1", "p1", false, ClassDeterministic},
+		{"invalid content, restarted process", deterministic, "p1", "p2", true, ClassDeterministic},
+		{"disk full, same process reconnects", transient, "p1", "p1", true, ClassTransient},
+		{"older agent without class or instance, reconnects", unspecified, "", "", true, ClassDeterministic},
 	}
-	// A new version is announced to the agent that rejected the old one.
-	mustPublish(t, h.srv, v2)
-	if got := a2.nextConfig().GetConfigAvailable().GetVersion(); got != v2.Version() {
-		t.Fatalf("after a new publish got %s, want %s", got, v2.Version())
-	}
-	if got := testutilCounter(t, h, "gatehouse_agentserver_nacks_total"); got != 1 {
-		t.Errorf("nacks_total = %v, want 1", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.KeepaliveInterval = 100 * time.Millisecond })
+			snaps := numbered(t, "reject", 2)
+			v1, v2 := snaps[0], snaps[1]
+			mustPublish(t, h.srv, v1)
+
+			a, resp := h.connect("token-a", &agentv1.AgentConnectRequest{InstanceId: tt.instance})
+			if resp.GetCurrentVersion() != v1.Version() {
+				t.Errorf("connect response names current version %q, want %s", resp.GetCurrentVersion(), v1.Version())
+			}
+			a.reject(a.nextConfig(), tt.class, "no space left on device")
+			eventually(t, "the rejection is recorded", func() bool {
+				g, _ := h.agent("agent-a")
+				return g.LastStatus == StatusRejected && g.LastVersion == v1.Version() && g.RejectionClass == tt.wantRegistryClass
+			})
+
+			a.cancel()
+			again, resp := h.connect("token-a", &agentv1.AgentConnectRequest{InstanceId: tt.next})
+			if resp.GetCurrentVersion() != v1.Version() {
+				t.Errorf("reconnect response names current version %q, want %s even when not announcing it", resp.GetCurrentVersion(), v1.Version())
+			}
+			if tt.wantOfferedAgain {
+				if got := again.nextConfig().GetConfigAvailable().GetVersion(); got != v1.Version() {
+					t.Fatalf("offered %s, want %s again", got, v1.Version())
+				}
+			} else {
+				again.expectKeepaliveFirst()
+			}
+			// Another agent is offered the version either way...
+			b, _ := h.connect("token-b", nil)
+			if got := b.nextConfig().GetConfigAvailable().GetVersion(); got != v1.Version() {
+				t.Fatalf("other agent got %s, want %s", got, v1.Version())
+			}
+			// ...and a new version goes to the agent that rejected the old one.
+			mustPublish(t, h.srv, v2)
+			if got := again.nextConfig().GetConfigAvailable().GetVersion(); got != v2.Version() {
+				t.Fatalf("after a new publish got %s, want %s", got, v2.Version())
+			}
+			if got := testutilCounter(t, h, "gatehouse_agentserver_nacks_total"); got != 1 {
+				t.Errorf("nacks_total = %v, want 1", got)
+			}
+		})
 	}
 }
 

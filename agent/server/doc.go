@@ -10,8 +10,13 @@
 //     never delays the others, because each agent has a one-slot queue that
 //     keeps only the newest announcement;
 //   - a version counts as delivered only when the agent reports it APPLIED;
-//   - a version an agent REJECTED is not announced to it again until a
-//     different version is published;
+//   - a version an agent instance REJECTED as invalid (deterministic) is
+//     not announced to that instance again until a different version is
+//     published; a restarted agent (a new instance id) and an agent that
+//     failed for a transient reason (its disk, its proxy) are offered it
+//     again, and the latter retries by itself;
+//   - an agent connected but behind the current version for longer than
+//     StaleAfter is stale: the registry and a metric say so;
 //   - an agent that (re)connects is registered and told the current version
 //     under the same lock Publish takes, so no version published in between
 //     is missed.

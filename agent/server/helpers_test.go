@@ -373,6 +373,23 @@ func (a *testAgent) report(announcement *agentv1.Command, state agentv1.ConfigSt
 	}
 }
 
+// reject reports announcement REJECTED with class.
+func (a *testAgent) reject(announcement *agentv1.Command, class agentv1.RejectionClass, reason string) {
+	a.t.Helper()
+	err := a.stream.Send(&agentv1.Command{
+		Metadata: &agentv1.Metadata{MessageId: "status-rejected", CorrelationId: announcement.GetMetadata().GetMessageId()},
+		Payload: &agentv1.Command_ConfigStatus{ConfigStatus: &agentv1.ConfigStatus{
+			Version:        announcement.GetConfigAvailable().GetVersion(),
+			State:          agentv1.ConfigState_CONFIG_STATE_REJECTED,
+			Reason:         reason,
+			RejectionClass: class,
+		}},
+	})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+}
+
 // ended waits for the stream to end and returns its status code.
 func (a *testAgent) ended() (codes.Code, string) {
 	a.t.Helper()

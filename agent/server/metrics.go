@@ -14,11 +14,14 @@ type metrics struct {
 	acks               prometheus.Counter
 	nacks              prometheus.Counter
 	authFailures       *prometheus.CounterVec
+	handshakeFailures  *prometheus.CounterVec
 	downloadBytes      prometheus.Counter
 	downloads          *prometheus.CounterVec
 	ackLatency         prometheus.Histogram
 
 	connectedDesc *prometheus.Desc
+	handshakeDesc *prometheus.Desc
+	staleDesc     *prometheus.Desc
 	stateDesc     *prometheus.Desc
 	snapshotDesc  *prometheus.Desc
 	certDesc      *prometheus.Desc
@@ -52,6 +55,10 @@ func newMetrics(s *Server) *metrics {
 			Name: "gatehouse_agentserver_auth_failures_total",
 			Help: "Streams refused before their handler ran, by gRPC code (Unauthenticated: bad token; Unavailable: token could not be checked).",
 		}, []string{"code"}),
+		handshakeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_agentserver_handshake_failures_total",
+			Help: "Connections closed before TLS was set up, by reason (timeout, no_client_certificate, bad_client_certificate, closed, other).",
+		}, []string{"reason"}),
 		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agentserver_download_bytes_total",
 			Help: "File content bytes sent on Download streams.",
@@ -67,6 +74,10 @@ func newMetrics(s *Server) *metrics {
 		}),
 		connectedDesc: prometheus.NewDesc("gatehouse_agentserver_connected_agents",
 			"Agents with an open CommandChannel to this replica.", nil, nil),
+		handshakeDesc: prometheus.NewDesc("gatehouse_agentserver_handshakes_in_progress",
+			"Connections in their TLS handshake; at the server's limit (256 by default) further connections wait to be accepted.", nil, nil),
+		staleDesc: prometheus.NewDesc("gatehouse_agentserver_agents_stale",
+			"Connected agents that have not served the current version for longer than the stale bound (--agent-stale-after): their proxies serve older policy and revocations.", nil, nil),
 		stateDesc: prometheus.NewDesc("gatehouse_agentserver_agents",
 			"Connected agents by the state of their last ConfigStatus (none, written, applied, rejected) and whether they serve the current version.",
 			[]string{"state", "current"}, nil),
@@ -82,7 +93,10 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{m.announcements, m.deltaAnnouncements, m.manifestRequests, m.acks, m.nacks, m.authFailures, m.downloadBytes, m.downloads, m.ackLatency, m} {
+	for _, reason := range handshakeReasons {
+		m.handshakeFailures.WithLabelValues(reason) // every series from the start, for rate()
+	}
+	for _, c := range []prometheus.Collector{m.announcements, m.deltaAnnouncements, m.manifestRequests, m.acks, m.nacks, m.authFailures, m.handshakeFailures, m.downloadBytes, m.downloads, m.ackLatency, m} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -93,6 +107,8 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 // Describe implements prometheus.Collector for the computed gauges.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.connectedDesc
+	ch <- m.handshakeDesc
+	ch <- m.staleDesc
 	ch <- m.stateDesc
 	ch <- m.snapshotDesc
 	ch <- m.certDesc
@@ -101,7 +117,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector for the computed gauges.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	r := m.s.Report()
-	connected := 0
+	connected, stale := 0, 0
 	type key struct{ state, current string }
 	counts := map[key]int{}
 	for _, st := range []string{"none", "written", "applied", "rejected"} {
@@ -114,6 +130,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		connected++
+		if a.Stale {
+			stale++
+		}
 		cur := "false"
 		if r.Version != "" && a.VersionServed == r.Version {
 			cur = "true"
@@ -121,6 +140,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counts[key{stateLabel(a.LastStatus), cur}]++
 	}
 	ch <- prometheus.MustNewConstMetric(m.connectedDesc, prometheus.GaugeValue, float64(connected))
+	ch <- prometheus.MustNewConstMetric(m.staleDesc, prometheus.GaugeValue, float64(stale))
+	var inHandshake int64
+	if l := m.s.lis.Load(); l != nil {
+		inHandshake = l.inHandshake()
+	}
+	ch <- prometheus.MustNewConstMetric(m.handshakeDesc, prometheus.GaugeValue, float64(inHandshake))
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(m.stateDesc, prometheus.GaugeValue, float64(n), k.state, k.current)
 	}

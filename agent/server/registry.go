@@ -19,6 +19,15 @@ const (
 	StatusRejected = "REJECTED"
 )
 
+// Classes of a rejection, as they appear in AgentStatus.RejectionClass.
+const (
+	// ClassDeterministic: the content is invalid; the agent instance is not
+	// offered the version again.
+	ClassDeterministic = "deterministic"
+	// ClassTransient: the agent's volume or proxy failed; the agent retries.
+	ClassTransient = "transient"
+)
+
 // Bounds on what is kept of an agent's report.
 const (
 	maxReasonBytes = 1024
@@ -53,6 +62,9 @@ type AgentStatus struct {
 	Username     string   `json:"username"`
 	AgentVersion string   `json:"agentVersion,omitempty"`
 	Capabilities []string `json:"capabilities,omitempty"`
+	// InstanceID is random per agent process ("" from agents older than
+	// the field).
+	InstanceID string `json:"instanceId,omitempty"`
 	// RemoteAddr is informational only; it never identifies an agent.
 	RemoteAddr     string     `json:"remoteAddr,omitempty"`
 	Connected      bool       `json:"connected"`
@@ -66,21 +78,33 @@ type AgentStatus struct {
 	AnnouncedAt      *time.Time `json:"announcedAt,omitempty"`
 	// InSync says the agent serves the current version.
 	InSync bool `json:"inSync"`
+	// BehindSince is when this replica first saw the agent not serving the
+	// current version, without a break since (nil while it is in sync).
+	BehindSince *time.Time `json:"behindSince,omitempty"`
+	// Stale says the agent is connected and has been behind for longer
+	// than Report.StaleAfter.
+	Stale bool `json:"stale"`
 	// The agent's last ConfigStatus: WRITTEN, APPLIED or REJECTED ("" if
 	// none yet), for which version, when, and why it was rejected.
-	LastStatus   string      `json:"lastStatus,omitempty"`
-	LastVersion  string      `json:"lastVersion,omitempty"`
-	LastStatusAt *time.Time  `json:"lastStatusAt,omitempty"`
-	LastError    string      `json:"lastError,omitempty"`
-	FileErrors   []FileError `json:"fileErrors,omitempty"`
+	LastStatus   string     `json:"lastStatus,omitempty"`
+	LastVersion  string     `json:"lastVersion,omitempty"`
+	LastStatusAt *time.Time `json:"lastStatusAt,omitempty"`
+	LastError    string     `json:"lastError,omitempty"`
+	// RejectionClass is ClassDeterministic or ClassTransient when
+	// LastStatus is REJECTED.
+	RejectionClass string      `json:"rejectionClass,omitempty"`
+	FileErrors     []FileError `json:"fileErrors,omitempty"`
 }
 
 // Report is the registry as served on DebugAgentsPath.
 type Report struct {
 	// Version is the current snapshot version ("" before the first Publish).
-	Version         string        `json:"version"`
-	PreviousVersion string        `json:"previousVersion,omitempty"`
-	Agents          []AgentStatus `json:"agents"`
+	Version         string `json:"version"`
+	PreviousVersion string `json:"previousVersion,omitempty"`
+	// StaleAfter is how long an agent may be behind before it counts as
+	// stale (Options.StaleAfter), in Go's duration syntax.
+	StaleAfter string        `json:"staleAfter"`
+	Agents     []AgentStatus `json:"agents"`
 }
 
 // agentRecord is the registry's entry for one agent id. It outlives the
@@ -92,18 +116,30 @@ type agentRecord struct {
 	podVerified    bool
 	agentVersion   string
 	capabilities   []string
+	instanceID     string
 	remoteAddr     string
 	conn           *agentConn // nil while disconnected
 	connectedSince time.Time
 	disconnectedAt time.Time
 	versionServed  string
+	behindSince    time.Time // zero while in sync; see trackBehind
 	announced      string
 	announcedAt    time.Time
 	lastStatus     string
 	lastVersion    string
 	lastStatusAt   time.Time
 	lastError      string
+	lastClass      string
 	fileErrors     []FileError
+
+	// session is the agent instance the rejections below belong to: its
+	// instance id, or an id of its stream for agents that send none.
+	session string
+	// rejected holds the versions this session rejected as invalid (never
+	// transient failures); they are not announced to it again. Cleared by
+	// Publish and by a new session: a new agent process always gets a
+	// fresh chance.
+	rejected map[string]struct{}
 }
 
 // agentConn is one CommandChannel of an agent, and its one-slot queue.
@@ -145,7 +181,7 @@ func (c *agentConn) offer(snap *Snapshot) {
 	}
 }
 
-func (r *agentRecord) status(current string) AgentStatus {
+func (r *agentRecord) status(current string, now time.Time, staleAfter time.Duration) AgentStatus {
 	return AgentStatus{
 		ID:               r.id,
 		Pod:              r.pod,
@@ -153,6 +189,7 @@ func (r *agentRecord) status(current string) AgentStatus {
 		Username:         r.username,
 		AgentVersion:     r.agentVersion,
 		Capabilities:     slices.Clone(r.capabilities),
+		InstanceID:       r.instanceID,
 		RemoteAddr:       r.remoteAddr,
 		Connected:        r.conn != nil,
 		ConnectedSince:   r.connectedSince,
@@ -161,11 +198,26 @@ func (r *agentRecord) status(current string) AgentStatus {
 		VersionAnnounced: r.announced,
 		AnnouncedAt:      timePtr(r.announcedAt),
 		InSync:           current != "" && r.versionServed == current,
+		BehindSince:      timePtr(r.behindSince),
+		Stale:            r.conn != nil && !r.behindSince.IsZero() && now.Sub(r.behindSince) >= staleAfter,
 		LastStatus:       r.lastStatus,
 		LastVersion:      r.lastVersion,
 		LastStatusAt:     timePtr(r.lastStatusAt),
 		LastError:        r.lastError,
+		RejectionClass:   r.lastClass,
 		FileErrors:       slices.Clone(r.fileErrors),
+	}
+}
+
+// trackBehind starts or ends the record's time behind the current version;
+// s.mu held. The start is kept across reconnects, so an agent that keeps
+// reconnecting without catching up still turns stale.
+func (s *Server) trackBehind(r *agentRecord, now time.Time) {
+	switch behind := s.current != nil && r.versionServed != s.current.version; {
+	case !behind:
+		r.behindSince = time.Time{}
+	case r.behindSince.IsZero():
+		r.behindSince = now
 	}
 }
 
@@ -180,15 +232,16 @@ func timePtr(t time.Time) *time.Time {
 func (s *Server) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Report{Agents: make([]AgentStatus, 0, len(s.agents))}
+	r := Report{StaleAfter: s.o.StaleAfter.String(), Agents: make([]AgentStatus, 0, len(s.agents))}
 	if s.current != nil {
 		r.Version = s.current.version
 	}
 	if s.previous != nil {
 		r.PreviousVersion = s.previous.version
 	}
+	now := s.now()
 	for _, rec := range s.agents {
-		r.Agents = append(r.Agents, rec.status(r.Version))
+		r.Agents = append(r.Agents, rec.status(r.Version, now, s.o.StaleAfter))
 	}
 	slices.SortFunc(r.Agents, func(a, b AgentStatus) int { return strings.Compare(a.ID, b.ID) })
 	return r
@@ -213,7 +266,8 @@ func (s *Server) DebugHandler() http.Handler {
 
 // register records a new CommandChannel of the agent and, in the same
 // critical section, queues the current version unless the agent serves it
-// already or rejected it. An open channel of the same agent is closed.
+// already or this agent instance rejected it as invalid. An open channel of
+// the same agent is closed.
 func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.AgentConnectRequest, remote string) (*agentConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -250,6 +304,14 @@ func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.
 	rec.username = id.Username
 	rec.agentVersion = req.GetAgentVersion()
 	rec.capabilities = slices.Clone(req.GetCapabilities())
+	rec.instanceID = req.GetInstanceId()
+	session := rec.instanceID
+	if session == "" {
+		session = "stream:" + s.nextMessageID() // an older agent: every stream is new
+	}
+	if session != rec.session {
+		rec.session, rec.rejected = session, nil
+	}
 	rec.remoteAddr = remote
 	rec.connectedSince = now
 	rec.disconnectedAt = time.Time{}
@@ -262,16 +324,17 @@ func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.
 		rec.podVerified = false
 	}
 	rec.versionServed = req.GetCurrentVersion()
+	s.trackBehind(rec, now)
 	s.log.Info("agent connected", "agent", rec.id, "pod", rec.pod.Namespace+"/"+rec.pod.Name, "podVerified", rec.podVerified,
-		"user", id.Username, "agentVersion", rec.agentVersion, "currentVersion", rec.versionServed, "peer", remote)
+		"user", id.Username, "agentVersion", rec.agentVersion, "instance", rec.instanceID, "currentVersion", rec.versionServed, "peer", remote)
 	if cur := s.current; cur != nil {
-		_, rejected := s.rejected[rejection{rec.id, cur.version}]
+		_, rejected := rec.rejected[cur.version]
 		switch {
 		case req.GetCurrentVersion() == cur.version:
 			rec.lastStatus, rec.lastVersion, rec.lastStatusAt = StatusApplied, cur.version, now
-			rec.lastError, rec.fileErrors = "", nil
+			rec.lastError, rec.lastClass, rec.fileErrors = "", "", nil
 		case rejected:
-			s.log.Info("agent rejected the current version before; not announcing it again", "agent", rec.id, "version", cur.version)
+			s.log.Info("this agent instance rejected the current version as invalid; not announcing it again until the next version", "agent", rec.id, "instance", rec.instanceID, "version", cur.version)
 		default:
 			c.offer(cur)
 		}
@@ -314,7 +377,7 @@ func (s *Server) takePending(c *agentConn) (snap, base *Snapshot) {
 	if snap == nil {
 		return nil, nil
 	}
-	if _, rejected := s.rejected[rejection{c.rec.id, snap.version}]; rejected {
+	if _, rejected := c.rec.rejected[snap.version]; rejected {
 		return nil, nil
 	}
 	if c.delta && !c.needFull {
@@ -387,14 +450,15 @@ func (s *Server) recordStatus(c *agentConn, correlationID string, st *agentv1.Co
 	switch st.GetState() {
 	case agentv1.ConfigState_CONFIG_STATE_WRITTEN:
 		rec.lastStatus = StatusWritten
-		rec.lastError, rec.fileErrors = "", nil
+		rec.lastError, rec.lastClass, rec.fileErrors = "", "", nil
 	case agentv1.ConfigState_CONFIG_STATE_APPLIED:
 		rec.lastStatus = StatusApplied
-		rec.lastError, rec.fileErrors = "", nil
+		rec.lastError, rec.lastClass, rec.fileErrors = "", "", nil
 		rec.versionServed = version
-		// A version the agent refused once (say, a download that failed
-		// verification) and then applied after a retry is no longer refused.
-		delete(s.rejected, rejection{rec.id, version})
+		s.trackBehind(rec, now)
+		// A version the agent refused once and then applied after all is
+		// no longer refused.
+		delete(rec.rejected, version)
 		s.metrics.acks.Inc()
 		if known {
 			s.metrics.ackLatency.Observe(now.Sub(sent.at).Seconds())
@@ -410,10 +474,24 @@ func (s *Server) recordStatus(c *agentConn, correlationID string, st *agentv1.Co
 			}
 			rec.fileErrors = append(rec.fileErrors, FileError{Path: truncate(fe.GetPath(), maxReasonBytes), Error: truncate(fe.GetError(), maxReasonBytes)})
 		}
-		s.rejected[rejection{rec.id, version}] = struct{}{}
 		s.metrics.nacks.Inc()
-		delete(c.sent, correlationID)
-		s.log.Warn("agent rejected a snapshot", "agent", rec.id, "pod", rec.pod.Namespace+"/"+rec.pod.Name, "version", version, "reason", rec.lastError, "fileErrors", len(st.GetFileErrors()))
+		if st.GetRejectionClass() == agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
+			// The agent retries by itself; the announcement is still in
+			// play, so its APPLIED is matched to it later.
+			rec.lastClass = ClassTransient
+		} else {
+			// Unspecified counts as deterministic; see RejectionClass.
+			rec.lastClass = ClassDeterministic
+			if s.heldLocked(version) != nil { // bounds the set: only versions it could be offered
+				if rec.rejected == nil {
+					rec.rejected = map[string]struct{}{}
+				}
+				rec.rejected[version] = struct{}{}
+			}
+			delete(c.sent, correlationID)
+		}
+		s.log.Warn("agent rejected a snapshot", "agent", rec.id, "pod", rec.pod.Namespace+"/"+rec.pod.Name, "version", version,
+			"class", rec.lastClass, "reason", rec.lastError, "fileErrors", len(st.GetFileErrors()))
 	default:
 		s.log.Warn("agent sent a ConfigStatus with an unknown state; ignored", "agent", rec.id, "state", st.GetState().String())
 		return

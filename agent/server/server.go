@@ -36,6 +36,13 @@ const (
 	MaxChunkBytes          = 4<<20 - 64<<10
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultRetention       = 15 * time.Minute
+	DefaultStaleAfter      = time.Minute
+	// A connection has DefaultHandshakeTimeout to complete TLS and send
+	// HTTP/2's preface, and at most DefaultMaxHandshakes connections are in
+	// their TLS handshake at once; more wait to be accepted. Agents finish
+	// in milliseconds; what lingers is a scanner or an attack.
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxHandshakes    = 256
 
 	// The limits are the agents' own (sidecar), so a snapshot the server
 	// publishes is one agents will take.
@@ -92,6 +99,16 @@ type Options struct {
 	// Retention is how long a disconnected agent stays in the registry
 	// (default 15m).
 	Retention time.Duration
+	// StaleAfter is how long a connected agent may go without serving the
+	// current version before the registry and
+	// gatehouse_agentserver_agents_stale count it as stale (default 1m).
+	StaleAfter time.Duration
+	// HandshakeTimeout bounds a new connection's TLS handshake and HTTP/2
+	// preface (default 10s); MaxHandshakes how many connections may be in
+	// their TLS handshake at once (default 256): more are not accepted until
+	// one ends, and wait in the listen backlog.
+	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Registerer, if set, gets the server's metrics.
@@ -130,6 +147,15 @@ func (o *Options) complete() error {
 	if o.Retention <= 0 {
 		o.Retention = DefaultRetention
 	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.MaxHandshakes <= 0 {
+		o.MaxHandshakes = DefaultMaxHandshakes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -141,10 +167,12 @@ func (o *Options) complete() error {
 type Server struct {
 	agentv1.UnimplementedCommanderServer
 
-	o       Options
-	log     *slog.Logger
-	tls     *tlsFiles
-	grpc    *grpc.Server
+	o    Options
+	log  *slog.Logger
+	tls  *tlsFiles
+	grpc *grpc.Server
+	// lis is what Serve serves; see handshakeListener.
+	lis     atomic.Pointer[handshakeListener]
 	metrics *metrics
 	now     func() time.Time
 
@@ -157,12 +185,9 @@ type Server struct {
 	current  *Snapshot
 	previous *Snapshot // still downloadable, for agents mid-download
 	agents   map[string]*agentRecord
-	rejected map[rejection]struct{} // cleared when a new version is published
 	closing  bool
 	serving  bool
 }
-
-type rejection struct{ agent, version string }
 
 // New checks o, loads the TLS files and builds a Server.
 func New(o Options) (*Server, error) {
@@ -184,14 +209,14 @@ func New(o Options) (*Server, error) {
 		now:       time.Now,
 		msgPrefix: hex.EncodeToString(prefix[:]) + "-",
 		agents:    map[string]*agentRecord{},
-		rejected:  map[rejection]struct{}{},
 	}
 	s.metrics = newMetrics(s)
 	if err := s.metrics.register(o.Registerer); err != nil {
 		return nil, fmt.Errorf("agent server: register metrics: %w", err)
 	}
 	s.grpc = grpc.NewServer(
-		grpc.Creds(credentials.NewTLS(tf.config())),
+		grpc.Creds(newGuardedCreds(credentials.NewTLS(tf.config()), s.metrics.handshakeFailures, o.Logger)),
+		grpc.ConnectionTimeout(o.HandshakeTimeout),
 		grpc.StreamInterceptor(s.authenticate),
 		grpc.UnaryInterceptor(func(context.Context, any, *grpc.UnaryServerInfo, grpc.UnaryHandler) (any, error) {
 			return nil, status.Error(codes.Unimplemented, "the agent service has no unary methods")
@@ -242,9 +267,12 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	s.serving = true
 	s.mu.Unlock()
 
-	s.log.Info("serving agents", "address", lis.Addr().String(), "minTLS", tls.VersionName(s.o.MinTLSVersion), "clientCertificates", s.o.ClientCAFile != "")
+	s.log.Info("serving agents", "address", lis.Addr().String(), "minTLS", tls.VersionName(s.o.MinTLSVersion), "clientCertificates", s.o.ClientCAFile != "",
+		"handshakeTimeout", s.o.HandshakeTimeout, "maxHandshakes", s.o.MaxHandshakes)
+	hl := newHandshakeListener(lis, s.o.MaxHandshakes)
+	s.lis.Store(hl)
 	served := make(chan error, 1)
-	go func() { served <- s.grpc.Serve(lis) }()
+	go func() { served <- s.grpc.Serve(hl) }()
 	select {
 	case err := <-served:
 		s.closeAll()
@@ -313,9 +341,11 @@ func (s *Server) Publish(snap *Snapshot) error {
 		return nil
 	}
 	s.previous, s.current = s.current, snap
-	clear(s.rejected)
 	n := 0
+	now := s.now()
 	for _, rec := range s.agents {
+		clear(rec.rejected)
+		s.trackBehind(rec, now)
 		if rec.conn != nil {
 			rec.conn.offer(snap)
 			n++
@@ -339,6 +369,16 @@ func (s *Server) checkLimits(snap *Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// currentVersion is the version being announced ("" before the first).
+func (s *Server) currentVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return ""
+	}
+	return s.current.version
 }
 
 // snapshot returns the current or previous snapshot with the version.

@@ -29,7 +29,14 @@ type agentServerOptions struct {
 	StaticTokenFile string
 	SnapshotDir     string
 	ChunkBytes      int
+	StaleAfter      time.Duration
+	DebugAddress    string
 }
+
+// defaultDebugAddress is loopback only: the registry names Pods, their IPs
+// and their errors, and has no authentication of its own. Operators reach it
+// with kubectl port-forward, which needs RBAC on pods/portforward.
+const defaultDebugAddress = "127.0.0.1:8090"
 
 func (o *agentServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "agent-bind-address", ":8443", `address of the gRPC endpoint agents connect to ("0" disables it)`)
@@ -41,6 +48,9 @@ func (o *agentServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StaticTokenFile, "agent-static-token-file", "", `for development only: accept the "TOKEN AGENT-ID" lines of this file instead of TokenReview`)
 	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "", "serve agents the files under this directory as they are (re-read every 2s), instead of building the snapshot")
 	fs.IntVar(&o.ChunkBytes, "agent-chunk-bytes", server.DefaultChunkBytes, "largest piece of file content in one download message")
+	fs.DurationVar(&o.StaleAfter, "agent-stale-after", server.DefaultStaleAfter, "how long a connected agent may go without serving the current version before /debug/agents and gatehouse_agentserver_agents_stale count it as stale")
+	fs.StringVar(&o.DebugAddress, "debug-bind-address", defaultDebugAddress,
+		`address of /debug/agents, the agent registry that gatehouse status reads; loopback by default, since it names Pods and their IPs without authentication: reach it with kubectl port-forward ("0" disables it)`)
 }
 
 func (o *agentServerOptions) enabled() bool { return o.BindAddress != "0" && o.BindAddress != "" }
@@ -68,7 +78,19 @@ func (o *agentServerOptions) validate() []error {
 	if o.StaticTokenFile == "" && len(o.ServiceAccounts) == 0 {
 		errs = append(errs, errors.New("--agent-service-accounts (or --namespace) is needed to know which agents to accept"))
 	}
+	if o.StaleAfter <= 0 {
+		errs = append(errs, fmt.Errorf("--agent-stale-after %s: want a positive duration", o.StaleAfter))
+	}
+	if o.debugEnabled() {
+		if _, _, err := net.SplitHostPort(o.DebugAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--debug-bind-address %q: want host:port, or \"0\" to disable it", o.DebugAddress))
+		}
+	}
 	return errs
+}
+
+func (o *agentServerOptions) debugEnabled() bool {
+	return o.DebugAddress != "0" && o.DebugAddress != ""
 }
 
 // newAgentServer builds the gRPC server agents connect to.
@@ -96,6 +118,7 @@ func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Regi
 		Authenticator: auth,
 		CertFile:      o.CertFile, KeyFile: o.KeyFile, ClientCAFile: o.ClientCAFile,
 		ChunkBytes: o.ChunkBytes,
+		StaleAfter: o.StaleAfter,
 		Logger:     logger.With("component", "agent-server"),
 		Registerer: reg,
 	})
@@ -105,15 +128,46 @@ func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Regi
 	return srv, nil
 }
 
-// serveAgents listens and serves until ctx ends (a manager.Runnable).
-func serveAgents(srv *server.Server, addr string) func(context.Context) error {
+// serveAgents listens and serves agents, and the registry on
+// --debug-bind-address, until ctx ends (a manager.Runnable). Either failing
+// ends both.
+func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
-		lis, err := net.Listen("tcp", addr)
+		lis, err := net.Listen("tcp", o.BindAddress)
 		if err != nil {
-			return fmt.Errorf("listen for agents on %s: %w", addr, err)
+			return fmt.Errorf("listen for agents on %s: %w", o.BindAddress, err)
 		}
-		return srv.Serve(ctx, lis)
+		if !o.debugEnabled() {
+			return srv.Serve(ctx, lis)
+		}
+		if !isLoopback(o.DebugAddress) {
+			logger.Warn("the agent registry is served beyond loopback, without authentication: restrict who reaches it",
+				"address", o.DebugAddress, "path", server.DebugAgentsPath)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		debug := make(chan error, 1)
+		go func() { debug <- serveHTTP(ctx, o.DebugAddress, srv.DebugHandler()); cancel() }()
+		err = srv.Serve(ctx, lis)
+		cancel()
+		if derr := <-debug; derr != nil {
+			err = errors.Join(err, fmt.Errorf("agent registry: %w", derr))
+		}
+		return err
 	}
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // publishDir republishes dir every interval; publishing unchanged content

@@ -211,14 +211,12 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 			return err
 		}
 	}
-	// The agent registry is served on the metrics port, for `gatehouse status`.
 	extra := map[string]http.Handler{}
 	var agents *server.Server
 	if o.Agents.enabled() {
 		if agents, err = newAgentServer(&o.Agents, cfg, metrics.Registry, logger); err != nil {
 			return err
 		}
-		extra[server.DebugAgentsPath] = agents.DebugHandler()
 	}
 	if o.Profiling {
 		addProfiling(extra)
@@ -281,7 +279,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		checks["certificate"] = rot.Ready
 	}
 	if agents != nil {
-		runnables = append(runnables, everyReplica{manager.RunnableFunc(serveAgents(agents, o.Agents.BindAddress))})
+		runnables = append(runnables, everyReplica{manager.RunnableFunc(serveAgents(agents, &o.Agents, logger))})
 		if o.Agents.SnapshotDir != "" {
 			runnables = append(runnables, everyReplica{manager.RunnableFunc(publishDir(agents, o.Agents.SnapshotDir, 2*time.Second, logger))})
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 )
 
@@ -37,7 +36,6 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	}
 	admin := http.NewServeMux()
 	admin.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	admin.Handle(server.DebugAgentsPath, agents.DebugHandler())
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +48,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	logger.Info("starting controller without a cluster", "source", dir, "controlPlaneNamespace", o.ControlPlaneNamespace)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parts := []func(context.Context) error{run, serveAgents(agents, o.Agents.BindAddress)}
+	parts := []func(context.Context) error{run, serveAgents(agents, &o.Agents, logger)}
 	for addr, h := range map[string]http.Handler{o.MetricsBindAddress: admin, o.ProbeBindAddress: probes} {
 		if addr != "0" && addr != "" {
 			parts = append(parts, func(ctx context.Context) error { return serveHTTP(ctx, addr, h) })

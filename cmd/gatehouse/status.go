@@ -21,11 +21,13 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the agents connected to a controller and what they serve",
-		Long: `Print the controller's agent registry (GET /debug/agents on its metrics port)
-as a table: one row per agent, with the snapshot version it serves and the
-last status it reported. Reach the controller with kubectl port-forward:
+		Long: `Print the controller's agent registry (GET /debug/agents on its
+--debug-bind-address, 127.0.0.1:8090 inside its Pod) as a table: one row per
+agent, with the snapshot version it serves, how long it has been behind the
+current one (STALE past --agent-stale-after), and the last status it
+reported. Reach the controller with kubectl port-forward:
 
-  kubectl -n gatehouse-system port-forward deploy/gatehouse-controller 8080
+  kubectl -n gatehouse-system port-forward deploy/gatehouse-controller 8090
   gatehouse status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,7 +41,7 @@ last status it reported. Reach the controller with kubectl port-forward:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080"+server.DebugAgentsPath, "the controller's agent registry endpoint")
+	cmd.Flags().StringVar(&url, "url", "http://"+defaultDebugAddress+server.DebugAgentsPath, "the controller's agent registry endpoint")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the controller")
 	return cmd
 }
@@ -67,17 +69,32 @@ func fetchReport(ctx context.Context, url string) (*server.Report, error) {
 func printReport(w io.Writer, rep *server.Report, now time.Time) {
 	fmt.Fprintf(w, "snapshot version: %s\n\n", short(rep.Version))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tPOD\tCONNECTED\tSINCE\tSERVING\tIN SYNC\tLAST STATUS\tERROR")
+	fmt.Fprintln(tw, "AGENT\tPOD\tCONNECTED\tSINCE\tSERVING\tIN SYNC\tBEHIND\tLAST STATUS\tERROR")
+	stale := 0
 	for _, a := range rep.Agents {
 		pod := strings.Trim(a.Pod.Namespace+"/"+a.Pod.Name, "/")
 		last := a.LastStatus
+		if last == server.StatusRejected && a.RejectionClass != "" {
+			last += " (" + a.RejectionClass + ")"
+		}
 		if last != "" && a.LastVersion != "" {
 			last += " " + short(a.LastVersion)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%v\t%s\t%s\n", a.ID, pod, a.Connected,
-			now.Sub(a.ConnectedSince).Round(time.Second), short(a.VersionServed), a.InSync, last, oneLine(a.LastError))
+		behind := "-"
+		if a.BehindSince != nil {
+			behind = now.Sub(*a.BehindSince).Round(time.Second).String()
+		}
+		if a.Stale {
+			behind += " STALE"
+			stale++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%v\t%s\t%s\t%s\n", a.ID, pod, a.Connected,
+			now.Sub(a.ConnectedSince).Round(time.Second), short(a.VersionServed), a.InSync, behind, last, oneLine(a.LastError))
 	}
 	_ = tw.Flush()
+	if stale > 0 {
+		fmt.Fprintf(w, "\n%d agent(s) stale: behind the current version for longer than %s; their proxies serve older policy and revocations.\n", stale, rep.StaleAfter)
+	}
 }
 
 func short(v string) string {

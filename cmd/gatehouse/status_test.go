@@ -14,10 +14,17 @@ import (
 
 func TestStatusPrintsTheRegistry(t *testing.T) {
 	since := time.Now().Add(-90 * time.Second)
-	rep := server.Report{Version: "0123456789abcdef0123", Agents: []server.AgentStatus{{
+	behind := time.Now().Add(-200 * time.Second)
+	rep := server.Report{Version: "0123456789abcdef0123", StaleAfter: "1m0s", Agents: []server.AgentStatus{{
 		ID: "pod-uid-1", Pod: server.PodRef{Namespace: "gatehouse-system", Name: "gatehouse-proxy-0"},
 		Connected: true, ConnectedSince: since, VersionServed: "0123456789abcdef0123", InSync: true,
 		LastStatus: server.StatusRejected, LastVersion: "fedcba9876543210", LastError: "proxy refused version:\nbad extension",
+		RejectionClass: server.ClassDeterministic,
+	}, {
+		ID: "pod-uid-2", Pod: server.PodRef{Namespace: "gatehouse-system", Name: "gatehouse-proxy-1"},
+		Connected: true, ConnectedSince: since, VersionServed: "fedcba9876543210", BehindSince: &behind, Stale: true,
+		LastStatus: server.StatusRejected, LastVersion: "0123456789abcdef0123", LastError: "write config/a.json: no space left on device",
+		RejectionClass: server.ClassTransient,
 	}}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != server.DebugAgentsPath {
@@ -32,7 +39,12 @@ func TestStatusPrintsTheRegistry(t *testing.T) {
 	if code := execute([]string{"status", "--url", srv.URL + server.DebugAgentsPath}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"snapshot version: 0123456789ab", "AGENT", "pod-uid-1", "gatehouse-system/gatehouse-proxy-0", "REJECTED fedcba987654", "proxy refused version: bad extension"} {
+	for _, want := range []string{
+		"snapshot version: 0123456789ab", "AGENT", "BEHIND", "pod-uid-1", "gatehouse-system/gatehouse-proxy-0",
+		"REJECTED (deterministic) fedcba987654", "proxy refused version: bad extension",
+		"3m20s STALE", "REJECTED (transient) 0123456789ab", "no space left on device",
+		"1 agent(s) stale: behind the current version for longer than 1m0s",
+	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -128,9 +128,22 @@ type sidecarAgent struct {
 	reg       *prometheus.Registry
 	cancel    context.CancelFunc
 	done      chan error
+	stopOnce  sync.Once
 }
 
 type agentOption func(*client.Options)
+
+// onVolume makes the agent write to root, as a restarted sidecar finds the
+// Pod's emptyDir.
+func onVolume(t *testing.T, root string) agentOption {
+	return func(o *client.Options) {
+		w, err := sidecar.NewWriter(root, sidecar.DefaultLimits(), testLogger(t, "writer"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Writer = w
+	}
+}
 
 func startAgent(t *testing.T, addr, caFile string, opts ...agentOption) *sidecarAgent {
 	t.Helper()
@@ -167,8 +180,14 @@ func startAgent(t *testing.T, addr, caFile string, opts ...agentOption) *sidecar
 	ctx, cancel := context.WithCancel(context.Background())
 	sa.agent, sa.cancel, sa.done = a, cancel, make(chan error, 1)
 	go func() { sa.done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
+	t.Cleanup(func() { sa.stop(t) })
+	return sa
+}
+
+// stop ends the agent process, as SIGTERM would, and waits for it.
+func (sa *sidecarAgent) stop(t *testing.T) {
+	sa.stopOnce.Do(func() {
+		sa.cancel()
 		select {
 		case err := <-sa.done:
 			if err != nil {
@@ -178,7 +197,6 @@ func startAgent(t *testing.T, addr, caFile string, opts ...agentOption) *sidecar
 			t.Error("agent did not stop within 10s of cancel")
 		}
 	})
-	return sa
 }
 
 func (sa *sidecarAgent) downloadedBytes() float64 {
@@ -200,6 +218,31 @@ func counterValue(reg *prometheus.Registry, name string) float64 {
 }
 
 var _ = testutil.ToFloat64
+
+// metricValue is the value of the series of name with exactly labels
+// (counter or gauge), or -1 when there is none.
+func metricValue(reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := len(m.GetLabel()) == len(labels)
+			for _, l := range m.GetLabel() {
+				match = match && labels[l.GetName()] == l.GetValue()
+			}
+			if !match {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
+}
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {

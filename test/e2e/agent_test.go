@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,11 +146,20 @@ func TestAgentInCluster(t *testing.T) {
 	}
 
 	// The controller's registry knows the agent by its Pod UID (from the
-	// token), and `gatehouse status` shows it.
+	// token), and `gatehouse status` shows it, from --debug-bind-address
+	// only: the metrics port (scraped from outside the Pod) does not serve
+	// it.
 	waitFor(t, 10*time.Second, "status shows the agent in sync", func() bool {
-		out, err := exec.Command(c.bin, "status", "--url", c.adminURL+"/debug/agents").CombinedOutput()
+		out, err := exec.Command(c.bin, "status", "--url", c.debugURL+"/debug/agents").CombinedOutput()
 		return err == nil && strings.Contains(string(out), string(pod.UID)) && strings.Contains(string(out), "APPLIED")
 	})
+	if code := statusCode(t, c.adminURL+"/debug/agents"); code != http.StatusNotFound {
+		t.Errorf("the metrics port answers /debug/agents with %d, want 404", code)
+	}
+	// The agent's readiness names what it serves.
+	if body := get(t, "http://127.0.0.1:"+itoa(adminPort)+"/readyz"); !strings.Contains(body, "serving "+load().Version()) {
+		t.Errorf("agent /readyz says %q", body)
+	}
 
 	// SIGTERM: clean stream close, exit 0.
 	if err := agent.Process.Signal(syscall.SIGTERM); err != nil {
@@ -180,3 +190,13 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func statusCode(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a test against loopback
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

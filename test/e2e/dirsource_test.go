@@ -35,13 +35,15 @@ func TestDirSourceToAgent(t *testing.T) {
 	tokens, tokenFile := filepath.Join(dir, "tokens"), filepath.Join(dir, "token")
 	writeFile(t, tokens, "dev-token agent-dev-1\n")
 	writeFile(t, tokenFile, "dev-token")
-	ports := freePorts(t, 4)
+	ports := freePorts(t, 5)
 	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "http://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
+	debug := "http://127.0.0.1:" + itoa(ports[4])
 	var ctrlLogs, agentLogs bytes.Buffer
 	ctrl := exec.Command(c.bin, "controller", "--source", "dir:"+src,
 		"--agent-static-token-file", tokens, "--agent-cert-file", pki.CertFile, "--agent-key-file", pki.KeyFile,
 		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "http://"),
-		"--health-probe-bind-address", strings.TrimPrefix(probes, "http://"), "--log-format", "text")
+		"--health-probe-bind-address", strings.TrimPrefix(probes, "http://"), "--debug-bind-address", strings.TrimPrefix(debug, "http://"),
+		"--log-format", "text")
 	ctrl.Stdout, ctrl.Stderr = &ctrlLogs, &ctrlLogs
 	startProcess(t, ctrl, "controller", &ctrlLogs)
 	if err := testkit.WaitHTTP(probes+"/readyz", 30*time.Second); err != nil {
@@ -104,7 +106,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	if !strings.Contains(metrics, `gatehouse_controlplane_config_problems{reason="InvalidExtensionConfig",severity="error"} 1`) {
 		t.Errorf("metrics do not count the broken extension config:\n%s", grep(metrics, "gatehouse_controlplane"))
 	}
-	if agents := get(t, admin+"/debug/agents"); !strings.Contains(agents, "agent-dev-1") || !strings.Contains(agents, second.Version()) {
+	if agents := get(t, debug+"/debug/agents"); !strings.Contains(agents, "agent-dev-1") || !strings.Contains(agents, second.Version()) {
 		t.Errorf("/debug/agents does not show the agent serving %s:\n%s", second.Version(), agents)
 	}
 }

@@ -36,7 +36,8 @@ type cluster struct {
 	logs       *bytes.Buffer
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
-	adminURL   string // the controller's metrics port (serves /debug/agents)
+	adminURL   string // the controller's metrics port
+	debugURL   string // the controller's --debug-bind-address (serves /debug/agents)
 }
 
 var shared *cluster
@@ -212,8 +213,13 @@ func (c *cluster) startController() error {
 	if err != nil {
 		return err
 	}
+	debugPort, err := testkit.FreePort()
+	if err != nil {
+		return err
+	}
 	c.agentAddr = fmt.Sprintf("127.0.0.1:%d", agentPort)
 	c.adminURL = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
+	c.debugURL = fmt.Sprintf("http://127.0.0.1:%d", debugPort)
 	kubeconfig, err := c.controllerKubeconfig()
 	if err != nil {
 		return err
@@ -230,6 +236,7 @@ func (c *cluster) startController() error {
 		"--webhook-cert-extra-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
 		"--agent-bind-address", c.agentAddr,
+		"--debug-bind-address", fmt.Sprintf("127.0.0.1:%d", debugPort),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
 		"--log-level", "debug", "--log-format", "text")
 	c.controller.Stdout, c.controller.Stderr = c.logs, c.logs

@@ -144,6 +144,70 @@ func (ConfigState) EnumDescriptor() ([]byte, []int) {
 	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{1}
 }
 
+// RejectionClass says whether trying a rejected version again can help.
+type RejectionClass int32
+
+const (
+	// Sent by agents older than the field. The server treats it as
+	// DETERMINISTIC: such an agent does not retry by itself, and the server
+	// remembers the rejection only for that one stream (see
+	// AgentConnectRequest.instance_id), so the agent is offered the version
+	// again when it reconnects. Taking it as TRANSIENT would change nothing
+	// for those agents, and would have the server offer an invalid version
+	// again on every reconnect of a newer agent that failed to classify.
+	RejectionClass_REJECTION_CLASS_UNSPECIFIED RejectionClass = 0
+	// The content is invalid (a hostile or over-limit manifest, content that
+	// does not match its hashes after every retry, a version the proxy
+	// refuses): the same bytes fail again. The server does not announce the
+	// version to this agent instance again until it publishes another.
+	RejectionClass_REJECTION_CLASS_DETERMINISTIC RejectionClass = 1
+	// The agent's own volume or proxy failed (no space, I/O error, permission,
+	// the proxy did not answer): the agent retries by itself with backoff, and
+	// the server announces the version again whenever the agent reconnects.
+	RejectionClass_REJECTION_CLASS_TRANSIENT RejectionClass = 2
+)
+
+// Enum value maps for RejectionClass.
+var (
+	RejectionClass_name = map[int32]string{
+		0: "REJECTION_CLASS_UNSPECIFIED",
+		1: "REJECTION_CLASS_DETERMINISTIC",
+		2: "REJECTION_CLASS_TRANSIENT",
+	}
+	RejectionClass_value = map[string]int32{
+		"REJECTION_CLASS_UNSPECIFIED":   0,
+		"REJECTION_CLASS_DETERMINISTIC": 1,
+		"REJECTION_CLASS_TRANSIENT":     2,
+	}
+)
+
+func (x RejectionClass) Enum() *RejectionClass {
+	p := new(RejectionClass)
+	*p = x
+	return p
+}
+
+func (x RejectionClass) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RejectionClass) Descriptor() protoreflect.EnumDescriptor {
+	return file_agent_api_v1_commander_proto_enumTypes[2].Descriptor()
+}
+
+func (RejectionClass) Type() protoreflect.EnumType {
+	return &file_agent_api_v1_commander_proto_enumTypes[2]
+}
+
+func (x RejectionClass) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RejectionClass.Descriptor instead.
+func (RejectionClass) EnumDescriptor() ([]byte, []int) {
+	return file_agent_api_v1_commander_proto_rawDescGZIP(), []int{2}
+}
+
 // Metadata identifies a Command and what it answers.
 type Metadata struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -446,10 +510,16 @@ type AgentConnectRequest struct {
 	// manifest index, content packed into shared chunks). The constants are
 	// in capabilities.go.
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	// The snapshot version the agent (and its proxy) currently serve, if any.
+	// The snapshot version the agent (and its proxy) currently serve, if any:
+	// only a version that passes the proxy's verifying loader on the volume.
 	CurrentVersion string `protobuf:"bytes,5,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Random, new each time the agent process starts. The server remembers a
+	// version the agent rejected as invalid only for this instance, so a
+	// restarted agent always gets a fresh chance. An agent that sends none
+	// (an older release) is taken as a new instance on every stream.
+	InstanceId    string `protobuf:"bytes,6,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentConnectRequest) Reset() {
@@ -517,15 +587,26 @@ func (x *AgentConnectRequest) GetCurrentVersion() string {
 	return ""
 }
 
+func (x *AgentConnectRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 // AgentConnectResponse accepts or refuses an agent.
 type AgentConnectResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	// Why the agent was refused; safe to log.
-	Reason        string           `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Settings      *RuntimeSettings `protobuf:"bytes,3,opt,name=settings,proto3" json:"settings,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason   string           `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Settings *RuntimeSettings `protobuf:"bytes,3,opt,name=settings,proto3" json:"settings,omitempty"`
+	// The version the server announces now ("" before its first snapshot),
+	// whether or not it is announced to this agent: the agent measures how
+	// long it has been behind against it.
+	CurrentVersion string `protobuf:"bytes,4,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AgentConnectResponse) Reset() {
@@ -577,6 +658,13 @@ func (x *AgentConnectResponse) GetSettings() *RuntimeSettings {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *AgentConnectResponse) GetCurrentVersion() string {
+	if x != nil {
+		return x.CurrentVersion
+	}
+	return ""
 }
 
 // RuntimeSettings are limits and timings the server asks the agent to use.
@@ -980,13 +1068,15 @@ func (x *FileError) GetError() string {
 // ConfigStatus reports on a version; its metadata's correlation_id names the
 // ConfigAvailable it answers.
 type ConfigStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	State         ConfigState            `protobuf:"varint,2,opt,name=state,proto3,enum=gatehouse.agent.v1.ConfigState" json:"state,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	FileErrors    []*FileError           `protobuf:"bytes,4,rep,name=file_errors,json=fileErrors,proto3" json:"file_errors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Version    string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	State      ConfigState            `protobuf:"varint,2,opt,name=state,proto3,enum=gatehouse.agent.v1.ConfigState" json:"state,omitempty"`
+	Reason     string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	FileErrors []*FileError           `protobuf:"bytes,4,rep,name=file_errors,json=fileErrors,proto3" json:"file_errors,omitempty"`
+	// With state REJECTED: whether a retry can help.
+	RejectionClass RejectionClass `protobuf:"varint,5,opt,name=rejection_class,json=rejectionClass,proto3,enum=gatehouse.agent.v1.RejectionClass" json:"rejection_class,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigStatus) Reset() {
@@ -1045,6 +1135,13 @@ func (x *ConfigStatus) GetFileErrors() []*FileError {
 		return x.FileErrors
 	}
 	return nil
+}
+
+func (x *ConfigStatus) GetRejectionClass() RejectionClass {
+	if x != nil {
+		return x.RejectionClass
+	}
+	return RejectionClass_REJECTION_CLASS_UNSPECIFIED
 }
 
 // Keepalive keeps idle streams open through proxies and load balancers.
@@ -1426,17 +1523,20 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x06PodRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xd0\x01\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xf1\x01\n" +
 	"\x13AgentConnectRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12,\n" +
 	"\x03pod\x18\x02 \x01(\v2\x1a.gatehouse.agent.v1.PodRefR\x03pod\x12#\n" +
 	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12'\n" +
-	"\x0fcurrent_version\x18\x05 \x01(\tR\x0ecurrentVersion\"\x8b\x01\n" +
+	"\x0fcurrent_version\x18\x05 \x01(\tR\x0ecurrentVersion\x12\x1f\n" +
+	"\vinstance_id\x18\x06 \x01(\tR\n" +
+	"instanceId\"\xb4\x01\n" +
 	"\x14AgentConnectResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12?\n" +
-	"\bsettings\x18\x03 \x01(\v2#.gatehouse.agent.v1.RuntimeSettingsR\bsettings\"\x92\x02\n" +
+	"\bsettings\x18\x03 \x01(\v2#.gatehouse.agent.v1.RuntimeSettingsR\bsettings\x12'\n" +
+	"\x0fcurrent_version\x18\x04 \x01(\tR\x0ecurrentVersion\"\x92\x02\n" +
 	"\x0fRuntimeSettings\x12H\n" +
 	"\x12keepalive_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11keepaliveInterval\x12&\n" +
 	"\x0fmax_chunk_bytes\x18\x02 \x01(\rR\rmaxChunkBytes\x12$\n" +
@@ -1462,13 +1562,14 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"5\n" +
 	"\tFileError\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xb7\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x84\x02\n" +
 	"\fConfigStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.gatehouse.agent.v1.ConfigStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12>\n" +
 	"\vfile_errors\x18\x04 \x03(\v2\x1d.gatehouse.agent.v1.FileErrorR\n" +
-	"fileErrors\"\v\n" +
+	"fileErrors\x12K\n" +
+	"\x0frejection_class\x18\x05 \x01(\x0e2\".gatehouse.agent.v1.RejectionClassR\x0erejectionClass\"\v\n" +
 	"\tKeepalive\"Y\n" +
 	"\x0fDownloadRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
@@ -1501,7 +1602,11 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x18CONFIG_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CONFIG_STATE_WRITTEN\x10\x01\x12\x18\n" +
 	"\x14CONFIG_STATE_APPLIED\x10\x02\x12\x19\n" +
-	"\x15CONFIG_STATE_REJECTED\x10\x032\xad\x01\n" +
+	"\x15CONFIG_STATE_REJECTED\x10\x03*s\n" +
+	"\x0eRejectionClass\x12\x1f\n" +
+	"\x1bREJECTION_CLASS_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dREJECTION_CLASS_DETERMINISTIC\x10\x01\x12\x1d\n" +
+	"\x19REJECTION_CLASS_TRANSIENT\x10\x022\xad\x01\n" +
 	"\tCommander\x12N\n" +
 	"\x0eCommandChannel\x12\x1b.gatehouse.agent.v1.Command\x1a\x1b.gatehouse.agent.v1.Command(\x010\x01\x12P\n" +
 	"\bDownload\x12#.gatehouse.agent.v1.DownloadRequest\x1a\x1d.gatehouse.agent.v1.DataChunk0\x01B9Z7github.com/gatehouse-dev/gatehouse/agent/api/v1;agentv1b\x06proto3"
@@ -1518,60 +1623,62 @@ func file_agent_api_v1_commander_proto_rawDescGZIP() []byte {
 	return file_agent_api_v1_commander_proto_rawDescData
 }
 
-var file_agent_api_v1_commander_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_agent_api_v1_commander_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_agent_api_v1_commander_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_agent_api_v1_commander_proto_goTypes = []any{
 	(FileKind)(0),                 // 0: gatehouse.agent.v1.FileKind
 	(ConfigState)(0),              // 1: gatehouse.agent.v1.ConfigState
-	(*Metadata)(nil),              // 2: gatehouse.agent.v1.Metadata
-	(*Command)(nil),               // 3: gatehouse.agent.v1.Command
-	(*PodRef)(nil),                // 4: gatehouse.agent.v1.PodRef
-	(*AgentConnectRequest)(nil),   // 5: gatehouse.agent.v1.AgentConnectRequest
-	(*AgentConnectResponse)(nil),  // 6: gatehouse.agent.v1.AgentConnectResponse
-	(*RuntimeSettings)(nil),       // 7: gatehouse.agent.v1.RuntimeSettings
-	(*FileMeta)(nil),              // 8: gatehouse.agent.v1.FileMeta
-	(*Manifest)(nil),              // 9: gatehouse.agent.v1.Manifest
-	(*ConfigAvailable)(nil),       // 10: gatehouse.agent.v1.ConfigAvailable
-	(*ManifestRequest)(nil),       // 11: gatehouse.agent.v1.ManifestRequest
-	(*FileError)(nil),             // 12: gatehouse.agent.v1.FileError
-	(*ConfigStatus)(nil),          // 13: gatehouse.agent.v1.ConfigStatus
-	(*Keepalive)(nil),             // 14: gatehouse.agent.v1.Keepalive
-	(*DownloadRequest)(nil),       // 15: gatehouse.agent.v1.DownloadRequest
-	(*DataChunk)(nil),             // 16: gatehouse.agent.v1.DataChunk
-	(*DownloadHeader)(nil),        // 17: gatehouse.agent.v1.DownloadHeader
-	(*FileData)(nil),              // 18: gatehouse.agent.v1.FileData
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(RejectionClass)(0),           // 2: gatehouse.agent.v1.RejectionClass
+	(*Metadata)(nil),              // 3: gatehouse.agent.v1.Metadata
+	(*Command)(nil),               // 4: gatehouse.agent.v1.Command
+	(*PodRef)(nil),                // 5: gatehouse.agent.v1.PodRef
+	(*AgentConnectRequest)(nil),   // 6: gatehouse.agent.v1.AgentConnectRequest
+	(*AgentConnectResponse)(nil),  // 7: gatehouse.agent.v1.AgentConnectResponse
+	(*RuntimeSettings)(nil),       // 8: gatehouse.agent.v1.RuntimeSettings
+	(*FileMeta)(nil),              // 9: gatehouse.agent.v1.FileMeta
+	(*Manifest)(nil),              // 10: gatehouse.agent.v1.Manifest
+	(*ConfigAvailable)(nil),       // 11: gatehouse.agent.v1.ConfigAvailable
+	(*ManifestRequest)(nil),       // 12: gatehouse.agent.v1.ManifestRequest
+	(*FileError)(nil),             // 13: gatehouse.agent.v1.FileError
+	(*ConfigStatus)(nil),          // 14: gatehouse.agent.v1.ConfigStatus
+	(*Keepalive)(nil),             // 15: gatehouse.agent.v1.Keepalive
+	(*DownloadRequest)(nil),       // 16: gatehouse.agent.v1.DownloadRequest
+	(*DataChunk)(nil),             // 17: gatehouse.agent.v1.DataChunk
+	(*DownloadHeader)(nil),        // 18: gatehouse.agent.v1.DownloadHeader
+	(*FileData)(nil),              // 19: gatehouse.agent.v1.FileData
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_agent_api_v1_commander_proto_depIdxs = []int32{
-	19, // 0: gatehouse.agent.v1.Metadata.timestamp:type_name -> google.protobuf.Timestamp
-	2,  // 1: gatehouse.agent.v1.Command.metadata:type_name -> gatehouse.agent.v1.Metadata
-	5,  // 2: gatehouse.agent.v1.Command.connect_request:type_name -> gatehouse.agent.v1.AgentConnectRequest
-	6,  // 3: gatehouse.agent.v1.Command.connect_response:type_name -> gatehouse.agent.v1.AgentConnectResponse
-	10, // 4: gatehouse.agent.v1.Command.config_available:type_name -> gatehouse.agent.v1.ConfigAvailable
-	13, // 5: gatehouse.agent.v1.Command.config_status:type_name -> gatehouse.agent.v1.ConfigStatus
-	14, // 6: gatehouse.agent.v1.Command.keepalive:type_name -> gatehouse.agent.v1.Keepalive
-	11, // 7: gatehouse.agent.v1.Command.manifest_request:type_name -> gatehouse.agent.v1.ManifestRequest
-	4,  // 8: gatehouse.agent.v1.AgentConnectRequest.pod:type_name -> gatehouse.agent.v1.PodRef
-	7,  // 9: gatehouse.agent.v1.AgentConnectResponse.settings:type_name -> gatehouse.agent.v1.RuntimeSettings
-	20, // 10: gatehouse.agent.v1.RuntimeSettings.keepalive_interval:type_name -> google.protobuf.Duration
+	20, // 0: gatehouse.agent.v1.Metadata.timestamp:type_name -> google.protobuf.Timestamp
+	3,  // 1: gatehouse.agent.v1.Command.metadata:type_name -> gatehouse.agent.v1.Metadata
+	6,  // 2: gatehouse.agent.v1.Command.connect_request:type_name -> gatehouse.agent.v1.AgentConnectRequest
+	7,  // 3: gatehouse.agent.v1.Command.connect_response:type_name -> gatehouse.agent.v1.AgentConnectResponse
+	11, // 4: gatehouse.agent.v1.Command.config_available:type_name -> gatehouse.agent.v1.ConfigAvailable
+	14, // 5: gatehouse.agent.v1.Command.config_status:type_name -> gatehouse.agent.v1.ConfigStatus
+	15, // 6: gatehouse.agent.v1.Command.keepalive:type_name -> gatehouse.agent.v1.Keepalive
+	12, // 7: gatehouse.agent.v1.Command.manifest_request:type_name -> gatehouse.agent.v1.ManifestRequest
+	5,  // 8: gatehouse.agent.v1.AgentConnectRequest.pod:type_name -> gatehouse.agent.v1.PodRef
+	8,  // 9: gatehouse.agent.v1.AgentConnectResponse.settings:type_name -> gatehouse.agent.v1.RuntimeSettings
+	21, // 10: gatehouse.agent.v1.RuntimeSettings.keepalive_interval:type_name -> google.protobuf.Duration
 	0,  // 11: gatehouse.agent.v1.FileMeta.kind:type_name -> gatehouse.agent.v1.FileKind
-	8,  // 12: gatehouse.agent.v1.Manifest.files:type_name -> gatehouse.agent.v1.FileMeta
-	9,  // 13: gatehouse.agent.v1.ConfigAvailable.manifest:type_name -> gatehouse.agent.v1.Manifest
-	8,  // 14: gatehouse.agent.v1.ConfigAvailable.changed:type_name -> gatehouse.agent.v1.FileMeta
+	9,  // 12: gatehouse.agent.v1.Manifest.files:type_name -> gatehouse.agent.v1.FileMeta
+	10, // 13: gatehouse.agent.v1.ConfigAvailable.manifest:type_name -> gatehouse.agent.v1.Manifest
+	9,  // 14: gatehouse.agent.v1.ConfigAvailable.changed:type_name -> gatehouse.agent.v1.FileMeta
 	1,  // 15: gatehouse.agent.v1.ConfigStatus.state:type_name -> gatehouse.agent.v1.ConfigState
-	12, // 16: gatehouse.agent.v1.ConfigStatus.file_errors:type_name -> gatehouse.agent.v1.FileError
-	17, // 17: gatehouse.agent.v1.DataChunk.header:type_name -> gatehouse.agent.v1.DownloadHeader
-	18, // 18: gatehouse.agent.v1.DataChunk.data:type_name -> gatehouse.agent.v1.FileData
-	3,  // 19: gatehouse.agent.v1.Commander.CommandChannel:input_type -> gatehouse.agent.v1.Command
-	15, // 20: gatehouse.agent.v1.Commander.Download:input_type -> gatehouse.agent.v1.DownloadRequest
-	3,  // 21: gatehouse.agent.v1.Commander.CommandChannel:output_type -> gatehouse.agent.v1.Command
-	16, // 22: gatehouse.agent.v1.Commander.Download:output_type -> gatehouse.agent.v1.DataChunk
-	21, // [21:23] is the sub-list for method output_type
-	19, // [19:21] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	13, // 16: gatehouse.agent.v1.ConfigStatus.file_errors:type_name -> gatehouse.agent.v1.FileError
+	2,  // 17: gatehouse.agent.v1.ConfigStatus.rejection_class:type_name -> gatehouse.agent.v1.RejectionClass
+	18, // 18: gatehouse.agent.v1.DataChunk.header:type_name -> gatehouse.agent.v1.DownloadHeader
+	19, // 19: gatehouse.agent.v1.DataChunk.data:type_name -> gatehouse.agent.v1.FileData
+	4,  // 20: gatehouse.agent.v1.Commander.CommandChannel:input_type -> gatehouse.agent.v1.Command
+	16, // 21: gatehouse.agent.v1.Commander.Download:input_type -> gatehouse.agent.v1.DownloadRequest
+	4,  // 22: gatehouse.agent.v1.Commander.CommandChannel:output_type -> gatehouse.agent.v1.Command
+	17, // 23: gatehouse.agent.v1.Commander.Download:output_type -> gatehouse.agent.v1.DataChunk
+	22, // [22:24] is the sub-list for method output_type
+	20, // [20:22] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agent_api_v1_commander_proto_init() }
@@ -1597,7 +1704,7 @@ func file_agent_api_v1_commander_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_api_v1_commander_proto_rawDesc), len(file_agent_api_v1_commander_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -1,0 +1,85 @@
+package agentchannel
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar"
+)
+
+// flipFirstByte edits a file of a version on the volume in place: same size,
+// same mode, another hash, as a stray `kubectl exec` or a bad disk would.
+func flipFirstByte(t *testing.T, root, version, path string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(root, sidecar.DirVersions, version, filepath.FromSlash(path)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The agent checks what it serves with the proxy's verifying loader (the
+// one sidecar.Load uses): at start, a damaged version is not reported as
+// served, so the controller sends it again and the agent writes it afresh.
+func TestDamagedVolumeAtStartIsRepaired(t *testing.T) {
+	cp := startControlPlane(t, staticAuth())
+	want := files(3, "app")
+	v1 := cp.publish(t, want)
+	first := startAgent(t, cp.addr, cp.caFile)
+	eventually(t, wait, "v1 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v1.Version() })
+	first.stop(t)
+
+	flipFirstByte(t, first.root, v1.Version(), "config/app-01.json")
+	if _, err := sidecar.Load(first.root, sidecar.DefaultLimits()); err == nil {
+		t.Fatal("the proxy's loader takes the damaged volume")
+	}
+	restarted := startAgent(t, cp.addr, cp.caFile, onVolume(t, first.root))
+	eventually(t, wait, "the damaged version written afresh", func() bool {
+		s, err := sidecar.Load(first.root, sidecar.DefaultLimits())
+		return err == nil && s.Version() == v1.Version() && cp.agent(t, "agent-1").VersionServed == v1.Version()
+	})
+	if got := restarted.downloadedBytes(); got == 0 {
+		t.Error("the restarted agent downloaded nothing: it took the damaged version for served")
+	}
+	s, _ := sidecar.Load(first.root, sidecar.DefaultLimits())
+	if got, _ := s.File("config/app-01.json"); string(got) != want["config/app-01.json"] {
+		t.Errorf("config/app-01.json = %q after the repair", got)
+	}
+}
+
+// After each write too: a file damaged in place in the current version is
+// linked, unchanged in size and mode, into the next one; the check after the
+// write finds it, the version is not reported APPLIED but failed (transient),
+// and the retry writes it whole, linking nothing from the damaged version.
+func TestDamageLinkedIntoTheNextVersionIsRepaired(t *testing.T) {
+	cp := startControlPlane(t, staticAuth())
+	base := files(20, "app")
+	v1 := cp.publish(t, base)
+	sa := startAgent(t, cp.addr, cp.caFile, staleAtOnce)
+	eventually(t, wait, "v1 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v1.Version() })
+
+	flipFirstByte(t, sa.root, v1.Version(), "config/app-05.json")
+	next := maps.Clone(base)
+	next["config/app-07.json"] = `{"n": 7, "p": "changed"}`
+	v2 := cp.publish(t, next)
+	eventually(t, wait, "v2 applied and intact", func() bool {
+		s, err := sidecar.Load(sa.root, sidecar.DefaultLimits())
+		return err == nil && s.Version() == v2.Version() && cp.agent(t, "agent-1").VersionServed == v2.Version()
+	})
+	if got := metricValue(sa.reg, "gatehouse_agent_apply_failures_total", map[string]string{"class": "transient"}); got < 1 {
+		t.Errorf("apply_failures_total{class=transient} = %v: the damaged write was not caught", got)
+	}
+	if got, _ := sa.volume(t).File("config/app-05.json"); string(got) != base["config/app-05.json"] {
+		t.Errorf("config/app-05.json = %q, want the published content", got)
+	}
+}
