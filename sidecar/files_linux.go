@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux
 
 package sidecar
 
@@ -10,8 +10,8 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // fdFiles opens files with system calls on directory handles, as the linker links
@@ -49,20 +49,20 @@ func (f *fdFiles) open(p string, want, max int64) (io.ReadCloser, int64, error) 
 		return nil, 0, err
 	}
 	name := path.Base(p)
-	var seen syscall.Stat_t
+	var seen unix.Stat_t
 	if err := lstatAt(d, name, &seen); err != nil {
 		return nil, 0, err
 	}
-	if seen.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	if seen.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, 0, fmt.Errorf("is a %s, not a regular file", typeName(modeOf(seen.Mode)))
 	}
-	fd, err := openAt(d, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY)
+	fd, err := openAt(d, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return nil, 0, err
 	}
 	file := &rawFile{fd: fd}
-	var st syscall.Stat_t
-	err = ignoringEINTR(func() error { return syscall.Fstat(fd, &st) })
+	var st unix.Stat_t
+	err = ignoringEINTR(func() error { return unix.Fstat(fd, &st) })
 	switch {
 	case err != nil:
 		err = &os.PathError{Op: "fstat", Path: name, Err: err}
@@ -89,25 +89,25 @@ func listable(d *os.File) (*os.File, error) {
 	if !fastFiles {
 		return d, nil
 	}
-	fd, err := syscall.Dup(int(d.Fd()))
+	fd, err := unix.Dup(int(d.Fd()))
 	name := d.Name()
 	_ = d.Close()
 	if err != nil {
 		return nil, &os.PathError{Op: "dup", Path: name, Err: err}
 	}
-	syscall.CloseOnExec(fd)
+	unix.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), name), nil
 }
 
 // openDirAt opens the directory name of parent, refusing a symlink (O_NOFOLLOW) and
 // anything but a directory (O_DIRECTORY, checked before anything is opened).
 func openDirAt(parent *os.File, name string) (*os.File, error) {
-	fd, err := openAt(parent, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW)
+	fd, err := openAt(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
 	if err == nil {
 		return os.NewFile(uintptr(fd), name), nil
 	}
-	var st syscall.Stat_t
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+	var st unix.Stat_t
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 		if lstatAt(parent, name, &st) == nil {
 			return nil, fmt.Errorf("is a %s, not a directory", typeName(modeOf(st.Mode)))
 		}
@@ -119,7 +119,7 @@ func openAt(dir *os.File, name string, flags int) (int, error) {
 	var fd int
 	err := ignoringEINTR(func() error {
 		var err error
-		fd, err = syscall.Openat(int(dir.Fd()), name, flags|syscall.O_CLOEXEC, 0)
+		fd, err = unix.Openat(int(dir.Fd()), name, flags|unix.O_CLOEXEC, 0)
 		return err
 	})
 	runtime.KeepAlive(dir)
@@ -130,17 +130,9 @@ func openAt(dir *os.File, name string, flags int) (int, error) {
 }
 
 // lstatAt is fstatat(2) of name in dir, not following a link.
-func lstatAt(dir *os.File, name string, st *syscall.Stat_t) error {
-	p, err := syscall.BytePtrFromString(name)
-	if err != nil {
-		return err
-	}
-	err = ignoringEINTR(func() error {
-		_, _, e := syscall.Syscall6(sysFstatat, dir.Fd(), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(st)), atSymlinkNoFollow, 0, 0)
-		if e != 0 {
-			return e
-		}
-		return nil
+func lstatAt(dir *os.File, name string, st *unix.Stat_t) error {
+	err := ignoringEINTR(func() error {
+		return unix.Fstatat(int(dir.Fd()), name, st, unix.AT_SYMLINK_NOFOLLOW)
 	})
 	runtime.KeepAlive(dir)
 	if err != nil {
@@ -151,7 +143,7 @@ func lstatAt(dir *os.File, name string, st *syscall.Stat_t) error {
 
 func ignoringEINTR(f func() error) error {
 	for {
-		if err := f(); !errors.Is(err, syscall.EINTR) {
+		if err := f(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}
@@ -159,18 +151,18 @@ func ignoringEINTR(f func() error) error {
 
 // modeOf is the fs.FileMode type of a stat(2) mode, for error messages.
 func modeOf(m uint32) fs.FileMode {
-	switch m & syscall.S_IFMT {
-	case syscall.S_IFDIR:
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
 		return fs.ModeDir
-	case syscall.S_IFLNK:
+	case unix.S_IFLNK:
 		return fs.ModeSymlink
-	case syscall.S_IFIFO:
+	case unix.S_IFIFO:
 		return fs.ModeNamedPipe
-	case syscall.S_IFSOCK:
+	case unix.S_IFSOCK:
 		return fs.ModeSocket
-	case syscall.S_IFCHR:
+	case unix.S_IFCHR:
 		return fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFBLK:
+	case unix.S_IFBLK:
 		return fs.ModeDevice
 	}
 	return 0
@@ -186,7 +178,7 @@ func (f *rawFile) Read(b []byte) (int, error) {
 	var n int
 	err := ignoringEINTR(func() error {
 		var err error
-		n, err = syscall.Read(f.fd, b)
+		n, err = unix.Read(f.fd, b)
 		return err
 	})
 	switch {
@@ -198,4 +190,4 @@ func (f *rawFile) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (f *rawFile) Close() error { return syscall.Close(f.fd) }
+func (f *rawFile) Close() error { return unix.Close(f.fd) }
