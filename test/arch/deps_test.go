@@ -27,7 +27,7 @@ func deps(t *testing.T, pkg string) []string {
 
 func TestCredentialFreePackagesLinkNoKubernetesClient(t *testing.T) {
 	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "k8s.io/apimachinery"}
-	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/..."} {
+	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/...", module + "/logflags"} {
 		t.Run(pkg, func(t *testing.T) {
 			for _, d := range deps(t, pkg) {
 				for _, f := range forbidden {
@@ -60,6 +60,17 @@ func TestWebhookDoesNotImportProxy(t *testing.T) {
 	for _, d := range deps(t, module+"/webhook/...") {
 		if strings.HasPrefix(d, module+"/proxy") {
 			t.Errorf("webhook links %s", d)
+		}
+	}
+}
+
+// TestProxyLinksNoAgentClient: the proxy shares no process state with the
+// agent beside it, only the volume and the admin endpoint; linking the
+// agent's client would pull gRPC into the proxy for nothing.
+func TestProxyLinksNoAgentClient(t *testing.T) {
+	for _, d := range deps(t, module+"/proxy/...") {
+		if strings.HasPrefix(d, module+"/agent") || strings.HasPrefix(d, "google.golang.org/grpc") {
+			t.Errorf("the proxy links %s", d)
 		}
 	}
 }
