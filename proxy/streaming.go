@@ -150,10 +150,10 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *clientBody) Close() error {
-	b.clearDeadline()
-	return b.r.Close()
-}
+// Close closes the body for the transport. A deadline still set stays: the
+// server reads what is left of an unfinished body after the handler, and a
+// stalled client must not hold it there.
+func (b *clientBody) Close() error { return b.r.Close() }
 
 // clearDeadline lifts the read deadline once the body is read: the server
 // reads the connection in the background from then on, to notice a client
