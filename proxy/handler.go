@@ -23,8 +23,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{ResponseWriter: w, p: p}
 	label := p.serve(rw, r, start)
 	p.m.inFlight.Dec()
-	p.m.requests.WithLabelValues(label, strconv.Itoa(rw.code())).Inc()
-	p.m.duration.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	p.m.request(label, rw.code(), time.Since(start))
 }
 
 // serve answers r and returns the extension label of its metrics.
@@ -82,18 +81,18 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 	d, err := p.engine.Decide(r.Context(), authz.Input(id, target, authz.Request{Extension: ext.name, Method: r.Method, Path: decodedRest}))
 	switch {
 	case err != nil:
-		p.m.decisions.WithLabelValues("error").Inc()
+		p.m.failed.Inc()
 		p.log.Error("policy decision failed; denying", "extension", ext.name, "user", id.UserID, "error", err)
 		forbidden(cmp.Or(d.Reason, "denied: the policy could not be evaluated")).write(rw)
 		return ext.name
 	case !d.Allow:
-		p.m.decisions.WithLabelValues("deny").Inc()
+		p.m.denied.Inc()
 		forbidden(d.Reason).write(rw)
 		return ext.name
 	case d.Shadow:
-		p.m.decisions.WithLabelValues("shadow").Inc()
+		p.m.shadowed.Inc()
 	default:
-		p.m.decisions.WithLabelValues("allow").Inc()
+		p.m.allowed.Inc()
 	}
 	x.policyHeaders = d.Headers
 	if refused, wait := ext.limits.admit(id.UserID, start); refused != "" {

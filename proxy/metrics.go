@@ -1,6 +1,11 @@
 package proxy
 
 import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -8,16 +13,64 @@ import (
 // extension label is a configured extension's name (or "-" for a request
 // that names none the snapshot has).
 type metrics struct {
-	requests      *prometheus.CounterVec
-	duration      *prometheus.HistogramVec
-	decisions     *prometheus.CounterVec
-	limited       *prometheus.CounterVec
-	backendErrors *prometheus.CounterVec
-	ejections     *prometheus.CounterVec
-	snapshots     *prometheus.CounterVec
-	extProblems   *prometheus.CounterVec
-	inFlight      prometheus.Gauge
-	websockets    prometheus.Gauge
+	requests                          *prometheus.CounterVec
+	duration                          *prometheus.HistogramVec
+	decisions                         *prometheus.CounterVec
+	allowed, denied, shadowed, failed prometheus.Counter
+	limited                           *prometheus.CounterVec
+	backendErrors                     *prometheus.CounterVec
+	ejections                         *prometheus.CounterVec
+	snapshots                         *prometheus.CounterVec
+	extProblems                       *prometheus.CounterVec
+	inFlight                          prometheus.Gauge
+	websockets                        prometheus.Gauge
+
+	// The series of each extension and status seen, so a request's
+	// observation is a map read and two atomic adds rather than a label
+	// lookup and a status code formatted.
+	seriesMu sync.Mutex
+	series   atomic.Pointer[map[seriesKey]requestSeries]
+}
+
+type seriesKey struct {
+	extension string
+	code      int
+}
+
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// request counts a request and observes its duration.
+func (m *metrics) request(extension string, code int, took time.Duration) {
+	key := seriesKey{extension, code}
+	s, ok := (*m.series.Load())[key]
+	if !ok {
+		s = m.addSeries(key)
+	}
+	s.count.Inc()
+	s.duration.Observe(took.Seconds())
+}
+
+func (m *metrics) addSeries(key seriesKey) requestSeries {
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := *m.series.Load()
+	if s, ok := old[key]; ok {
+		return s
+	}
+	s := requestSeries{
+		count:    m.requests.WithLabelValues(key.extension, strconv.Itoa(key.code)),
+		duration: m.duration.WithLabelValues(key.extension),
+	}
+	next := make(map[seriesKey]requestSeries, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[key] = s
+	m.series.Store(&next)
+	return s
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,6 +117,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "WebSocket connections being proxied.",
 		}),
 	}
+	m.series.Store(&map[seriesKey]requestSeries{})
+	m.allowed, m.denied = m.decisions.WithLabelValues("allow"), m.decisions.WithLabelValues("deny")
+	m.shadowed, m.failed = m.decisions.WithLabelValues("shadow"), m.decisions.WithLabelValues("error")
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.decisions, m.limited, m.backendErrors,
 		m.ejections, m.snapshots, m.extProblems, m.inFlight, m.websockets} {
 		if err := reg.Register(c); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
+	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
 )
 
@@ -46,11 +47,9 @@ type service struct {
 	clusterName, clusterServer string
 	upstreams                  []*upstream
 	next                       atomic.Uint32
-	headers                    []header
+	headers                    []headers.Header
 	transport                  *backendTransport
 }
-
-type header struct{ name, value string }
 
 // serviceFor picks the service for the cluster an Application's destination
 // resolved to: the one whose cluster has that name or that server (as Argo
@@ -232,7 +231,13 @@ func (b *builder) service(e snapshot.Extension, s snapshot.Service, secrets map[
 			// which no header value can carry.
 			value = strings.TrimRight(string(secrets[h.Secret.Path]), "\r\n")
 		}
-		svc.headers = append(svc.headers, header{name: textproto.CanonicalMIMEHeaderKey(h.Name), value: value})
+		name := textproto.CanonicalMIMEHeaderKey(h.Name)
+		if !headers.Allowed(name, value) {
+			b.log.Warn("configured header not sent: the proxy alone sets it, it is hop-by-hop, or its value cannot be sent",
+				"extension", e.Name, "header", name)
+			continue
+		}
+		svc.headers = append(svc.headers, headers.Header{Name: name, Value: value})
 	}
 	return svc, created, nil
 }

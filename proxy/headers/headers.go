@@ -41,78 +41,142 @@ type Identity struct {
 	ClusterName, ClusterURL         string
 }
 
-// CleanRequest removes from a client request's headers everything a client
-// must not pass to a backend: Cookie and Authorization (the user's Argo CD
-// credentials), hop-by-hop headers and those Connection names, Proxy-*
-// headers, Forwarded and X-Forwarded-Host/Proto (the proxy sets its own),
-// and every Argocd-* header. With websocket set, the Connection and Upgrade
-// headers a WebSocket handshake needs are set again.
-func CleanRequest(h http.Header, websocket bool) {
-	removeConnectionHeaders(h)
-	for name := range h {
-		if reserved(name) || strings.HasPrefix(name, "Proxy-") {
-			delete(h, name)
-		}
-	}
-	delete(h, "Cookie")
-	delete(h, "Authorization")
-	delete(h, "Forwarded")
-	if websocket {
-		h["Connection"] = []string{"Upgrade"}
-		h["Upgrade"] = []string{"websocket"}
-	}
+// Header is a configured or policy header.
+type Header struct{ Name, Value string }
+
+// Outgoing is what, besides the client's own headers, a backend request's
+// headers are made of.
+type Outgoing struct {
+	// WebSocket sets the Connection and Upgrade headers of a WebSocket
+	// handshake again, after the hop-by-hop headers are removed.
+	WebSocket bool
+	// RemoteAddr, Host and TLS are the client connection's, for
+	// X-Forwarded-For, X-Forwarded-Host and X-Forwarded-Proto.
+	RemoteAddr, Host string
+	TLS              bool
+	// Configured are the service's headers, then Policy the decision's.
+	Configured []Header
+	Policy     map[string]string
+	Identity   *Identity
 }
 
-// SetForwarded sets X-Forwarded-For (the client's address appended to what
-// an earlier proxy, such as the ingress, recorded), X-Forwarded-Host and
-// X-Forwarded-Proto, as net/http/httputil's ProxyRequest.SetXForwarded does.
-// CleanRequest has removed X-Forwarded-For; prior is its value as received.
-func SetForwarded(h http.Header, prior []string, remoteAddr, host string, tls bool) {
-	if ip, _, err := net.SplitHostPort(remoteAddr); err == nil {
-		if len(prior) > 0 {
+// Request makes the headers of a backend request from a client's:
+//
+//   - removed: Cookie and Authorization (the user's Argo CD credentials),
+//     hop-by-hop headers and those the Connection header names, Proxy-*,
+//     Forwarded, and every Argocd-* header;
+//   - X-Forwarded-For gets the client's address appended to what an earlier
+//     proxy (the ingress) recorded; X-Forwarded-Host and X-Forwarded-Proto
+//     are set, as net/http/httputil's ProxyRequest.SetXForwarded does;
+//   - the configured, then the policy's headers are added, except names only
+//     the proxy sets (see Allowed);
+//   - the identity headers that are known are set last, so nothing else can
+//     override them.
+//
+// The client's header is not changed; the value slices it holds are shared.
+// out, if not nil, is an empty header to fill (a caller's pooled one).
+func Request(in http.Header, o *Outgoing, out http.Header) http.Header {
+	if out == nil {
+		out = make(http.Header, len(in)+len(o.Configured)+len(o.Policy)+12)
+	}
+	// One backing array for the values set here: each is its own one-element
+	// slice of it, so appending to one cannot reach another.
+	vals := make([]string, 0, 12+len(o.Configured)+len(o.Policy))
+	set := func(name, v string) {
+		vals = append(vals, v)
+		out[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	named := connectionNamed(in)
+	for name, v := range in {
+		if dropped(name) || named != nil && named[name] {
+			continue
+		}
+		out[name] = v
+	}
+	if ip, _, err := net.SplitHostPort(o.RemoteAddr); err == nil {
+		if prior := in["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		h["X-Forwarded-For"] = []string{ip}
+		set("X-Forwarded-For", ip)
 	}
-	if host != "" {
-		h["X-Forwarded-Host"] = []string{host}
+	if o.Host != "" {
+		set("X-Forwarded-Host", o.Host)
 	}
-	if tls {
-		h["X-Forwarded-Proto"] = []string{"https"}
+	if o.TLS {
+		set("X-Forwarded-Proto", "https")
 	} else {
-		h["X-Forwarded-Proto"] = []string{"http"}
+		set("X-Forwarded-Proto", "http")
 	}
-}
-
-// Add adds configured or policy headers, except those the proxy alone may
-// set (Argocd-*, X-Forwarded-*), hop-by-hop headers, and values a header
-// cannot carry. A configured header replaces a client's of the same name.
-func Add(h http.Header, name, value string) {
-	name = textproto.CanonicalMIMEHeaderKey(name)
-	if reserved(name) || isHopByHop(name) || !validValue(value) {
-		return
+	if o.WebSocket {
+		set("Connection", "Upgrade")
+		set("Upgrade", "websocket")
 	}
-	h[name] = []string{value}
-}
-
-// SetIdentity sets the identity headers that are known, after every other
-// header, so nothing else can override them.
-func SetIdentity(h http.Header, id *Identity) {
-	set := func(name, value string) {
-		if value != "" && validValue(value) {
-			h[name] = []string{value}
+	for _, h := range o.Configured {
+		if Allowed(h.Name, h.Value) {
+			set(h.Name, h.Value)
 		}
 	}
-	set(Username, id.Username)
-	set(UserID, id.UserID)
-	if len(id.Groups) > 0 {
-		set(UserGroups, strings.Join(id.Groups, ","))
+	for name, v := range o.Policy {
+		if name = textproto.CanonicalMIMEHeaderKey(name); Allowed(name, v) {
+			set(name, v)
+		}
 	}
-	set(ApplicationName, id.Application)
-	set(ProjectName, id.Project)
-	set(Namespace, id.Namespace)
-	set(TargetClusterName, id.ClusterName)
-	set(TargetClusterURL, id.ClusterURL)
+	if id := o.Identity; id != nil {
+		setIdentity(id, set)
+	}
+	return out
+}
+
+// Allowed reports whether a configured or policy header may be sent: not a
+// name only the proxy sets (Argocd-*, X-Forwarded-*), not a hop-by-hop
+// header, and a value a header can carry. name is canonical.
+func Allowed(name, value string) bool {
+	return !reserved(name) && !isHopByHop(name) && validValue(value)
+}
+
+// dropped are the client's headers no backend gets.
+func dropped(name string) bool {
+	switch name {
+	case "Cookie", "Authorization", "Forwarded":
+		return true
+	}
+	return reserved(name) || isHopByHop(name)
+}
+
+// connectionNamed are the headers a Connection header names, which are of
+// this hop only; nil when there are none.
+func connectionNamed(h http.Header) map[string]bool {
+	var named map[string]bool
+	for _, v := range h["Connection"] {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[textproto.CanonicalMIMEHeaderKey(name)] = true
+			}
+		}
+	}
+	return named
+}
+
+// setIdentity sets the identity headers that are known and sendable.
+func setIdentity(id *Identity, set func(name, v string)) {
+	put := func(name, value string) {
+		if value != "" && validValue(value) {
+			set(name, value)
+		}
+	}
+	put(Username, id.Username)
+	put(UserID, id.UserID)
+	if len(id.Groups) > 0 {
+		put(UserGroups, strings.Join(id.Groups, ","))
+	}
+	put(ApplicationName, id.Application)
+	put(ProjectName, id.Project)
+	put(Namespace, id.Namespace)
+	put(TargetClusterName, id.ClusterName)
+	put(TargetClusterURL, id.ClusterURL)
 }
 
 // CleanResponse removes from a backend response's headers the hop-by-hop

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,7 @@ type Options struct {
 	MaxFiles      int
 
 	AllowInsecureOIDC bool
+	Profiling         bool
 	Log               logflags.Options
 }
 
@@ -83,6 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
 	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
 	o.Log.AddFlags(fs)
 }
 
@@ -189,7 +192,7 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 		main.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
 	}
 	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
-		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: p.AdminHandler(reg), ReadHeaderTimeout: 5 * time.Second}}}
+		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}
 	if o.HealthListen != "0" {
 		servers = append(servers, &serving{name: "health", addr: o.HealthListen, srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second}})
 	}
@@ -238,6 +241,24 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	}
 	logger.Info("proxy stopped")
 	return runErr
+}
+
+// adminHandler is the proxy's admin endpoint and, with profiling, Go's
+// profiles: opt-in and on loopback only, since a profile reveals code paths
+// and timings.
+func adminHandler(p *proxy.Proxy, gatherer prometheus.Gatherer, profiling bool) http.Handler {
+	h := p.AdminHandler(gatherer)
+	if !profiling {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serving is one of the proxy's listeners.

@@ -167,8 +167,13 @@ func TestProxyInCluster(t *testing.T) {
 
 	ports := freePorts(t, 4)
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
+	// The proxy image's binary, which runs `gatehouse proxy`'s code.
+	proxyBin := filepath.Join(dir, "gatehouse-proxy")
+	if out, err := exec.Command("go", "build", "-o", proxyBin, "../../cmd/gatehouse-proxy").CombinedOutput(); err != nil {
+		t.Fatalf("go build gatehouse-proxy: %v\n%s", err, out)
+	}
 	var proxyLogs, agentLogs bytes.Buffer
-	proxy := exec.Command(c.bin, "proxy", "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
+	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
 	startProcess(t, proxy, "proxy", &proxyLogs)

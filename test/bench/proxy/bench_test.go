@@ -1,0 +1,345 @@
+package proxybench
+
+import (
+	"flag"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
+)
+
+var (
+	rounds       = flag.Int("proxybench.rounds", 3, "rounds of the side-by-side runs")
+	duration     = flag.Duration("proxybench.duration", 10*time.Second, "length of each wrk run")
+	connections  = flag.Int("proxybench.connections", 64, "wrk connections (-c)")
+	soakRequests = flag.Int("proxybench.soak-requests", 1_000_000, "requests BenchmarkProxySoak sends")
+)
+
+// target is one server wrk drives.
+type target struct {
+	name string
+	url  string
+	pid  int // 0: its CPU is not measured (the backend, in this process)
+}
+
+// figures are one target's results over the rounds.
+type figures struct {
+	rps, cpuPerReq, p50, p99, conns []float64
+	failed                          int
+}
+
+// BenchmarkProxyLoad measures the proxy against the backend alone, a tuned
+// bare Go reverse proxy and nginx, side by side in one sitting, with wrk
+// (-t2 -c64 by default) sending 1 KB JSON GETs with the tokens of a
+// thousand users in turn. Gatehouse verifies each token, asks the Rego
+// policy (decision cache on) and applies per-user, per-extension and
+// concurrency limits, with a 10,000-Application snapshot loaded.
+func BenchmarkProxyLoad(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		runLoad(b)
+	}
+}
+
+func runLoad(b *testing.B) {
+	gh, bare, err := build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := tmpfs(b)
+	be := startBackend(b)
+	toks := tokens()
+	script, err := wrkScript(dir, toks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := startGatehouse(b, gh, dir, content(be.url, 0))
+	idleRSS, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+	bp := start(b, bare, "--listen", freeAddrFor(b), "--backend", be.url)
+	bp.url = "http://" + bp.cmd.Args[2]
+	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	targets := []target{{name: "backend direct", url: be.url}, {name: "bare Go proxy (httputil, tuned)", url: bp.url, pid: bp.pid()}}
+	if ng := startNginx(b, dir, be.url); ng != nil {
+		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
+	}
+	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid()})
+
+	// Warm up: connections, caches, the Go runtime's heap.
+	for _, t := range targets {
+		if _, out, err := runWrk(t.url, script, *connections, 2*time.Second); err != nil {
+			b.Fatalf("%s: %v\n%s", t.name, err, out)
+		}
+	}
+	results := make([]figures, len(targets))
+	var loads []float64
+	for range *rounds {
+		loads = append(loads, testkit.LoadAvg())
+		for i, t := range targets {
+			cpu0 := cpuOf(t.pid)
+			conns0 := be.opened.Load()
+			r, out, err := runWrk(t.url, script, *connections, *duration)
+			if err != nil {
+				b.Fatalf("%s: %v", t.name, err)
+			}
+			f := &results[i]
+			f.rps = append(f.rps, r.rps())
+			f.p50 = append(f.p50, ms(r.p50))
+			f.p99 = append(f.p99, ms(r.p99))
+			f.conns = append(f.conns, float64(be.opened.Load()-conns0))
+			f.failed += r.non2xx + r.errors
+			if t.pid != 0 {
+				f.cpuPerReq = append(f.cpuPerReq, us(cpuOf(t.pid)-cpu0)/float64(r.requests))
+			}
+			if r.non2xx+r.errors > 0 {
+				b.Errorf("%s: %d non-2xx answers and %d socket errors\n%s", t.name, r.non2xx, r.errors, out)
+			}
+		}
+	}
+	loads = append(loads, testkit.LoadAvg())
+	busyRSS, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+
+	gh0 := &results[len(results)-1]
+	_, peak, _ := stats(gh0.rps)
+	added, direct, through, paced := halfPeak(b, dir, be.url, g.url, toks, peak/2)
+	swap := swapUnderLoad(b, g, be.url, script)
+
+	var s strings.Builder
+	fmt.Fprintf(&s, "\n%d rounds of wrk -t2 -c%d -d%s, 1 KB JSON GET, %d users; load average %s (min/median/max)\n",
+		*rounds, *connections, *duration, users, fmtStats(loads, "%.2f"))
+	fmt.Fprintf(&s, "%s | %s | %s | %s | %s | %s\n", pad("server", 38), pad("requests/s", 26), pad("proxy CPU per request (µs)", 26),
+		pad("p50 (ms)", 20), pad("p99 (ms)", 20), "backend connections opened")
+	for i, t := range targets {
+		f := results[i]
+		cpu := "-"
+		if len(f.cpuPerReq) > 0 {
+			cpu = fmtStats(f.cpuPerReq, "%.1f")
+		}
+		fmt.Fprintf(&s, "%s | %s | %s | %s | %s | %s\n", pad(t.name, 38), pad(fmtStats(f.rps, "%.0f"), 26), pad(cpu, 26),
+			pad(fmtStats(f.p50, "%.2f"), 20), pad(fmtStats(f.p99, "%.2f"), 20), fmtStats(f.conns, "%.0f"))
+	}
+	fmt.Fprintf(&s, "gatehouse proxy RSS, 10,000-Application snapshot: %.1f MB idle after loading, %.1f MB after the runs, peak %.1f MB\n",
+		mb(idleRSS), mb(busyRSS), mb(hwm))
+	fmt.Fprintf(&s, "at half of gatehouse's median peak (%.0f requests/s asked, %.0f sent; wrk paced): p99 %.2f ms direct, %.2f ms through gatehouse: added %.2f ms\n",
+		peak/2, paced, ms(direct), ms(through), ms(added))
+	_, medP99, _ := stats(gh0.p99)
+	fmt.Fprintf(&s, "snapshot swapped %d times during a %s run: %d failed requests, p99 %.2f ms (%.0f%% of the rounds' median %.2f ms), %.0f requests/s\n",
+		swap.swaps, *duration, swap.failed, ms(swap.p99), 100*ms(swap.p99)/medP99, medP99, swap.rps)
+	fmt.Print(s.String())
+
+	_, cpu, _ := stats(gh0.cpuPerReq)
+	b.ReportMetric(cpu, "gatehouse-cpu-us/req")
+	b.ReportMetric(peak, "gatehouse-req/s")
+	b.ReportMetric(ms(added), "added-p99-ms@half-peak")
+	b.ReportMetric(mb(hwm), "gatehouse-peak-rss-MB")
+	b.ReportMetric(float64(swap.failed), "failed-during-swaps")
+	b.ReportMetric(0, "ns/op")
+}
+
+func freeAddrFor(b *testing.B) string { return freeAddr(b) }
+
+func cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	d, _ := testkit.CPUOf(pid)
+	return d
+}
+
+// halfPeak runs wrk paced to rate against the backend and then through
+// gatehouse, and returns the p99 gatehouse adds. Every connection pauses
+// after each answer (wrkPacedScript), so both runs send the same rate and
+// latency is measured at it.
+func halfPeak(b *testing.B, dir, direct, through string, toks []string, rate float64) (added, p99Direct, p99Through time.Duration, sent float64) {
+	pause := max(1, int(float64(*connections)*1000/rate+0.5))
+	script, err := wrkPacedScript(dir, toks, pause)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var runs [2]wrkResult
+	for i, url := range []string{direct, through} {
+		r, out, err := runWrk(url, script, *connections, *duration)
+		if err != nil || r.non2xx+r.errors > 0 {
+			b.Fatalf("paced run against %s: %v\n%s", url, err, out)
+		}
+		runs[i] = r
+	}
+	return runs[1].p99 - runs[0].p99, runs[0].p99, runs[1].p99, runs[1].rps()
+}
+
+type swapResult struct {
+	swaps, failed int
+	p99           time.Duration
+	rps           float64
+}
+
+// swapUnderLoad runs wrk while the agent side writes a new snapshot version
+// every second, and checks that the proxy served the last one.
+func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string) swapResult {
+	type wrkOut struct {
+		r   wrkResult
+		out string
+		err error
+	}
+	done := make(chan wrkOut, 1)
+	go func() {
+		r, out, err := runWrk(g.url, script, *connections, *duration)
+		done <- wrkOut{r, out, err}
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var res swapResult
+	var last string
+	for w := (wrkOut{}); ; {
+		select {
+		case w = <-done:
+		case <-tick.C:
+			if time.Duration(res.swaps+1)*time.Second >= *duration {
+				continue
+			}
+			v, err := testkitWrite(g, backendURL, res.swaps+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = v
+			res.swaps++
+			continue
+		}
+		if w.err != nil {
+			b.Fatal(w.err)
+		}
+		res.failed, res.p99, res.rps = w.r.non2xx+w.r.errors, w.r.p99, w.r.rps()
+		if res.failed > 0 {
+			b.Errorf("requests failed while the snapshot changed:\n%s", w.out)
+		}
+		break
+	}
+	if err := g.waitServed(last, 10*time.Second); err != nil {
+		b.Errorf("after the swaps: %v", err)
+	}
+	return res
+}
+
+func testkitWrite(g *gatehouseProc, backendURL string, rev int) (string, error) {
+	return testkit.WriteSnapshot(g.writer, content(backendURL, rev))
+}
+
+// BenchmarkProxySoak sends a million requests (-proxybench.soak-requests)
+// through gatehouse and compares its goroutines and open files before and
+// after, once the clients' connections have closed.
+func BenchmarkProxySoak(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		gh, _, err := build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := tmpfs(b)
+		be := startBackend(b)
+		script, err := wrkScript(dir, tokens())
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := startGatehouse(b, gh, dir, content(be.url, 0))
+		if _, out, err := runWrk(g.url, script, *connections, 3*time.Second); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		goroutines0, fds0 := settle(b, g)
+		rss0, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+		sent, failed := 0, 0
+		start := time.Now()
+		for sent < *soakRequests {
+			r, out, err := runWrk(g.url, script, *connections, 30*time.Second)
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			sent += r.requests
+			failed += r.non2xx + r.errors
+		}
+		took := time.Since(start)
+		goroutines1, fds1 := settle(b, g)
+		rss1, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+		fmt.Printf("\n%d requests in %s (%d failed): goroutines %.0f → %.0f, open files %.0f → %.0f, RSS %.1f → %.1f MB (peak %.1f MB); load average %.2f\n",
+			sent, took.Round(time.Second), failed, goroutines0, goroutines1, fds0, fds1, mb(rss0), mb(rss1), mb(hwm), testkit.LoadAvg())
+		if goroutines1 > goroutines0+5 || fds1 > fds0+2 {
+			b.Errorf("goroutines %.0f → %.0f, open files %.0f → %.0f after %d requests", goroutines0, goroutines1, fds0, fds1, sent)
+		}
+		b.ReportMetric(goroutines1-goroutines0, "goroutine-growth")
+		b.ReportMetric(fds1-fds0, "fd-growth")
+		b.ReportMetric(float64(failed), "failed")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// settle waits until the proxy's goroutines stop changing (the load
+// generator's connections closed) and returns them and its open files.
+func settle(b *testing.B, g *gatehouseProc) (goroutines, fds float64) {
+	prev := -1.0
+	for range 50 {
+		n, err := g.metric("go_goroutines")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == prev {
+			break
+		}
+		prev = n
+		time.Sleep(200 * time.Millisecond)
+	}
+	f, err := g.metric("process_open_fds")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return prev, f
+}
+
+// BenchmarkProxyMemory compares the resident memory of the proxy image's
+// gatehouse-proxy and of `gatehouse proxy` (the one binary with every
+// role), each serving the 10,000-Application snapshot: idle after loading,
+// and after a wrk run with a thousand users (-proxybench.duration).
+func BenchmarkProxyMemory(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		if _, _, err := build(); err != nil {
+			b.Fatal(err)
+		}
+		be := startBackend(b)
+		var s strings.Builder
+		fmt.Fprintf(&s, "\nRSS with a 10,000-Application snapshot, %d users; load average %.2f\n", users, testkit.LoadAvg())
+		for _, variant := range []struct {
+			name    string
+			cmdline []string
+		}{
+			{"slim", []string{binDir + "/gatehouse-proxy"}},
+			{"one-binary", []string{binDir + "/gatehouse", "proxy"}},
+		} {
+			dir := tmpfs(b)
+			script, err := wrkScript(dir, tokens())
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := startGatehouse(b, variant.cmdline, dir, content(be.url, 0))
+			idle, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+			if _, out, err := runWrk(g.url, script, *connections, *duration); err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			busy, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+			g.stop()
+			fmt.Fprintf(&s, "%-10s (%s) idle %.1f MB, after load %.1f MB, peak %.1f MB\n", variant.name, strings.Join(variant.cmdline, " "), mb(idle), mb(busy), mb(hwm))
+			b.ReportMetric(mb(hwm), variant.name+"-peak-MB")
+		}
+		fmt.Print(s.String())
+		b.ReportMetric(0, "ns/op")
+	}
+}
