@@ -108,7 +108,8 @@ func runLoad(b *testing.B) {
 
 	gh0 := &results[len(results)-1]
 	_, peak, _ := stats(gh0.rps)
-	added, direct, through, paced := halfPeak(b, dir, be.url, g.url, toks, peak/2)
+	pacedP99, paced := halfPeak(b, dir, targets, toks, peak/2)
+	added := pacedP99[len(targets)-1] - pacedP99[0]
 	swap := swapUnderLoad(b, g, be.url, script)
 
 	var s strings.Builder
@@ -127,8 +128,10 @@ func runLoad(b *testing.B) {
 	}
 	fmt.Fprintf(&s, "gatehouse proxy RSS, 10,000-Application snapshot: %.1f MB idle after loading, %.1f MB after the runs, peak %.1f MB\n",
 		mb(idleRSS), mb(busyRSS), mb(hwm))
-	fmt.Fprintf(&s, "at half of gatehouse's median peak (%.0f requests/s asked, %.0f sent; wrk paced): p99 %.2f ms direct, %.2f ms through gatehouse: added %.2f ms\n",
-		peak/2, paced, ms(direct), ms(through), ms(added))
+	fmt.Fprintf(&s, "at half of gatehouse's median peak, %.0f requests/s (wrk paced), p99 and what it adds to the backend's:\n", peak/2)
+	for i, t := range targets {
+		fmt.Fprintf(&s, "  %s %.2f ms (+%.2f ms), %.0f requests/s\n", pad(t.name, 38), ms(pacedP99[i]), ms(pacedP99[i]-pacedP99[0]), paced[i])
+	}
 	_, medP99, _ := stats(gh0.p99)
 	fmt.Fprintf(&s, "snapshot swapped %d times during a %s run: %d failed requests, p99 %.2f ms (%.0f%% of the rounds' median %.2f ms), %.0f requests/s\n",
 		swap.swaps, *duration, swap.failed, ms(swap.p99), 100*ms(swap.p99)/medP99, medP99, swap.rps)
@@ -153,25 +156,24 @@ func cpuOf(pid int) time.Duration {
 	return d
 }
 
-// halfPeak runs wrk paced to rate against the backend and then through
-// gatehouse, and returns the p99 gatehouse adds. Every connection pauses
-// after each answer (wrkPacedScript), so both runs send the same rate and
-// latency is measured at it.
-func halfPeak(b *testing.B, dir, direct, through string, toks []string, rate float64) (added, p99Direct, p99Through time.Duration, sent float64) {
+// halfPeak runs wrk paced to rate against every target, and returns each
+// one's p99 and the rate it got. Every connection pauses after each answer
+// (wrkPacedScript), so all runs send the same rate and latency is measured
+// at it.
+func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate float64) (p99 []time.Duration, sent []float64) {
 	pause := max(1, int(float64(*connections)*1000/rate+0.5))
 	script, err := wrkPacedScript(dir, toks, pause)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var runs [2]wrkResult
-	for i, url := range []string{direct, through} {
-		r, out, err := runWrk(url, script, *connections, *duration)
+	for _, t := range targets {
+		r, out, err := runWrk(t.url, script, *connections, *duration)
 		if err != nil || r.non2xx+r.errors > 0 {
-			b.Fatalf("paced run against %s: %v\n%s", url, err, out)
+			b.Fatalf("paced run against %s: %v\n%s", t.name, err, out)
 		}
-		runs[i] = r
+		p99, sent = append(p99, r.p99), append(sent, r.rps())
 	}
-	return runs[1].p99 - runs[0].p99, runs[0].p99, runs[1].p99, runs[1].rps()
+	return p99, sent
 }
 
 type swapResult struct {

@@ -148,10 +148,12 @@ func tokens() []string {
 // user's token and the Application's headers.
 func wrkScript(dir string, toks []string) (string, error) { return wrkPacedScript(dir, toks, 0) }
 
-// wrkPacedScript is wrkScript with each connection pausing pauseMS
-// milliseconds after every answer: with many connections and pauses far
-// longer than an answer takes, the request rate is fixed (connections /
-// pause) whatever the latency, so wrk measures the latency at that rate.
+// wrkPacedScript is wrkScript with each connection pausing after every
+// answer, for pauseMS milliseconds on average: with many connections and
+// pauses far longer than an answer takes, the request rate is fixed
+// (connections / pause) whatever the latency, so wrk measures the latency
+// at that rate. Each pause is drawn uniformly from 0 to twice the mean, or
+// the connections would fall into step and arrive in bursts.
 func wrkPacedScript(dir string, toks []string, pauseMS int) (string, error) {
 	var s strings.Builder
 	s.WriteString("tokens = {\n")
@@ -166,7 +168,7 @@ end
 `, requestPath)
 	name := "users.lua"
 	if pauseMS > 0 {
-		fmt.Fprintf(&s, "delay = function()\n  return %d\nend\n", pauseMS)
+		fmt.Fprintf(&s, "delay = function()\n  return math.random(0, %d)\nend\n", 2*pauseMS)
 		name = fmt.Sprintf("users-paced-%dms.lua", pauseMS)
 	}
 	p := filepath.Join(dir, name)
