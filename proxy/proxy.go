@@ -95,6 +95,7 @@ type Proxy struct {
 	// loadMu serialises Load, which owns what follows.
 	loadMu      sync.Mutex
 	builder     *builder
+	decoder     snapshot.Decoder
 	authnDigest [sha256.Size]byte
 	oidcClients map[string]*http.Client // by root CA
 
@@ -173,7 +174,7 @@ func (p *Proxy) Load(ctx context.Context, s *sidecar.Snapshot) error {
 		return nil
 	}
 	start := time.Now()
-	content, err := snapshot.Decode(s.File)
+	content, err := p.decoder.Decode(s.File)
 	if err != nil {
 		p.reject(version, err)
 		return err

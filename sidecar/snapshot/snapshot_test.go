@@ -263,3 +263,48 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecoderReusesUnchangedShards: a Decoder gives what Decode gives, for
+// a snapshot and for the next one, which changes one Application; and a
+// snapshot that fails leaves its memory as it was.
+func TestDecoderReusesUnchangedShards(t *testing.T) {
+	first := sample()
+	for i := range 200 {
+		first.Applications = append(first.Applications, Application{Namespace: "team-a", Name: fmt.Sprintf("app-%d", i), Project: "team-a"})
+	}
+	second := sample()
+	second.Applications = append([]Application(nil), first.Applications...)
+	second.Applications[10].Destination.Namespace = "moved"
+	var d Decoder
+	for _, c := range []*Content{first, second} {
+		fs, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Decode(get(files(fs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Decode(get(files(fs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := Encode(got)
+		if !reflect.DeepEqual(files(again), files(fs)) || len(got.Applications) != len(want.Applications) {
+			t.Fatal("the Decoder's content differs from Decode's")
+		}
+	}
+	if len(d.apps) == 0 {
+		t.Fatal("the Decoder remembered no shard")
+	}
+	remembered := len(d.apps)
+	broken, _ := Encode(second)
+	m := files(broken)
+	m[ClustersFile] = []byte(`{"clusters":[]}`)
+	if _, err := d.Decode(get(m)); err == nil {
+		t.Fatal("a tampered snapshot decoded")
+	}
+	if len(d.apps) != remembered {
+		t.Fatal("a failed decode changed the Decoder's memory")
+	}
+}
