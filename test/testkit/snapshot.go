@@ -21,22 +21,45 @@ func VolumeSnapshot(c *snapshot.Content) (*sidecar.Snapshot, error) {
 // WriteSnapshot writes content to a shared volume as the agent does and
 // returns its version.
 func WriteSnapshot(w *sidecar.Writer, c *snapshot.Content) (string, error) {
-	m, files, err := volumeFiles(c)
+	e, err := EncodeSnapshot(c)
 	if err != nil {
 		return "", err
 	}
-	bySHA := make(map[string][]byte, len(files))
-	for _, b := range files {
-		bySHA[sidecar.HashBytes(b)] = b
+	return e.Version(), e.WriteTo(w)
+}
+
+// EncodedSnapshot is a snapshot encoded as the controller sends it, ready
+// to be written as the agent writes it.
+type EncodedSnapshot struct {
+	manifest *sidecar.Manifest
+	bySHA    map[string][]byte
+}
+
+// EncodeSnapshot encodes content.
+func EncodeSnapshot(c *snapshot.Content) (*EncodedSnapshot, error) {
+	m, files, err := volumeFiles(c)
+	if err != nil {
+		return nil, err
 	}
-	err = w.Write(m, func(sum string) ([]byte, error) {
-		b, ok := bySHA[sum]
+	e := &EncodedSnapshot{manifest: m, bySHA: make(map[string][]byte, len(files))}
+	for _, b := range files {
+		e.bySHA[sidecar.HashBytes(b)] = b
+	}
+	return e, nil
+}
+
+// Version is the snapshot's version.
+func (e *EncodedSnapshot) Version() string { return e.manifest.Version }
+
+// WriteTo writes the snapshot to a shared volume as the agent does.
+func (e *EncodedSnapshot) WriteTo(w *sidecar.Writer) error {
+	return w.Write(e.manifest, func(sum string) ([]byte, error) {
+		b, ok := e.bySHA[sum]
 		if !ok {
 			return nil, fmt.Errorf("no content %s", sum)
 		}
 		return b, nil
 	})
-	return m.Version, err
 }
 
 func volumeFiles(c *snapshot.Content) (*sidecar.Manifest, map[string][]byte, error) {

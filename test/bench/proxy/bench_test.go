@@ -194,9 +194,21 @@ type swapResult struct {
 	rps           float64
 }
 
-// swapUnderLoad runs wrk while the agent side writes a new snapshot version
-// every second, and checks that the proxy served the last one.
+// swapUnderLoad runs wrk while new snapshot versions are written to the
+// volume every second, as the agent writes them (encoded beforehand, as
+// they arrive from the controller), and checks that the proxy served the
+// last one. Each version changes one Application, the usual change.
 func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string) swapResult {
+	n := int(*duration/time.Second) - 1
+	versions := make([]*testkit.EncodedSnapshot, n)
+	for i := range versions {
+		g.rev++
+		e, err := testkit.EncodeSnapshot(content(backendURL, g.rev))
+		if err != nil {
+			b.Fatal(err)
+		}
+		versions[i] = e
+	}
 	type wrkOut struct {
 		r   wrkResult
 		out string
@@ -210,39 +222,33 @@ func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string) sw
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var res swapResult
-	var last string
-	for w := (wrkOut{}); ; {
+	var w wrkOut
+	for waiting := true; waiting; {
 		select {
 		case w = <-done:
+			waiting = false
 		case <-tick.C:
-			if time.Duration(res.swaps+1)*time.Second >= *duration {
-				continue
+			if res.swaps < len(versions) {
+				if err := versions[res.swaps].WriteTo(g.writer); err != nil {
+					b.Fatal(err)
+				}
+				res.swaps++
 			}
-			v, err := testkitWrite(g, backendURL, res.swaps+1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			last = v
-			res.swaps++
-			continue
 		}
-		if w.err != nil {
-			b.Fatal(w.err)
-		}
-		res.failed, res.p99, res.rps = w.r.non2xx+w.r.errors, w.r.p99, w.r.rps()
-		if res.failed > 0 {
-			b.Errorf("requests failed while the snapshot changed:\n%s", w.out)
-		}
-		break
 	}
-	if err := g.waitServed(last, 10*time.Second); err != nil {
-		b.Errorf("after the swaps: %v", err)
+	if w.err != nil {
+		b.Fatal(w.err)
+	}
+	res.failed, res.p99, res.rps = w.r.non2xx+w.r.errors, w.r.p99, w.r.rps()
+	if res.failed > 0 {
+		b.Errorf("requests failed while the snapshot changed:\n%s", w.out)
+	}
+	if res.swaps > 0 {
+		if err := g.waitServed(versions[res.swaps-1].Version(), 10*time.Second); err != nil {
+			b.Errorf("after the swaps: %v", err)
+		}
 	}
 	return res
-}
-
-func testkitWrite(g *gatehouseProc, backendURL string, rev int) (string, error) {
-	return testkit.WriteSnapshot(g.writer, content(backendURL, rev))
 }
 
 // BenchmarkProxySoak sends a million requests (-proxybench.soak-requests)

@@ -280,6 +280,7 @@ type gatehouseProc struct {
 	*process
 	admin  string
 	writer *sidecar.Writer
+	rev    int // of the last snapshot written
 }
 
 // startGatehouse starts the proxy on a volume holding c and waits until it
