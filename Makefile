@@ -54,7 +54,7 @@ fmt:
 ## bench: benchmarks with figures for docs/performance.md, and 2,000 random
 ## policies against Argo CD's enforcer (make test runs 40).
 bench: tools
-	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
 	GATEHOUSE_CASBINDIFF_N=2000 $(GO) test -count=1 -run TestRandomPoliciesAgreeWithArgoCD ./test/casbindiff/
 
 generate:

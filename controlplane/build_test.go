@@ -295,6 +295,9 @@ func TestClusters(t *testing.T) {
 		{"no server", map[string]Secret{"a": cluster("prod", "")}, nil, []snapshot.Cluster{snapshot.InCluster}, 1},
 		{"other secrets are not clusters", map[string]Secret{"repo": {Labels: map[string]string{LabelSecretType: "repository"}}}, nil,
 			[]snapshot.Cluster{snapshot.InCluster}, 0},
+		{"a project-scoped cluster keeps its project", map[string]Secret{"a": ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster},
+			map[string][]byte{"name": []byte("prod"), "server": []byte("https://a"), "project": []byte("team-a"), "config": []byte("credential")})}, nil,
+			[]snapshot.Cluster{{Name: "prod", Server: "https://a", Project: "team-a"}, snapshot.InCluster}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,16 +374,16 @@ func TestStoreIgnoresWritesThatChangeNothing(t *testing.T) {
 }
 
 func TestProjectSecret(t *testing.T) {
-	data := map[string][]byte{"name": []byte("prod"), "server": []byte("https://prod"), "config": []byte("credential"), "ca.crt": []byte("ca")}
+	data := map[string][]byte{"name": []byte("prod"), "server": []byte("https://prod"), "project": []byte("team-a"), "config": []byte("credential"), "ca.crt": []byte("ca")}
 	tests := []struct {
 		name   string
 		typ    corev1.SecretType
 		labels map[string]string
 		keep   []string
 	}{
-		{"opaque keeps everything", corev1.SecretTypeOpaque, nil, []string{"ca.crt", "config", "name", "server"}},
-		{"tls keeps everything", corev1.SecretTypeTLS, nil, []string{"ca.crt", "config", "name", "server"}},
-		{"cluster keeps name and server", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: SecretTypeCluster}, []string{"name", "server"}},
+		{"opaque keeps everything", corev1.SecretTypeOpaque, nil, []string{"ca.crt", "config", "name", "project", "server"}},
+		{"tls keeps everything", corev1.SecretTypeTLS, nil, []string{"ca.crt", "config", "name", "project", "server"}},
+		{"cluster keeps name, server and project", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: SecretTypeCluster}, []string{"name", "project", "server"}},
 		{"repository keeps nothing", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: "repository"}, nil},
 		{"helm release keeps nothing", "helm.sh/release.v1", nil, nil},
 		{"service account token keeps nothing", corev1.SecretTypeServiceAccountToken, nil, nil},

@@ -10,8 +10,8 @@ import (
 // keyInClusterEnabled is Argo CD's switch for the in-cluster destination.
 const keyInClusterEnabled = "cluster.inClusterEnabled"
 
-// clusters lists Argo CD's clusters: one per cluster Secret (name and server
-// only), plus the in-cluster default unless a Secret already names its server
+// clusters lists Argo CD's clusters: one per cluster Secret (name, server
+// and project only), plus the in-cluster default unless a Secret already names its server
 // or argocd-cm disables it. Secrets are taken in name order, so when two
 // claim the same cluster name or server the same one wins on every replica.
 func clusters(st *State) ([]snapshot.Cluster, []Problem) {
@@ -31,7 +31,7 @@ func clusters(st *State) ([]snapshot.Cluster, []Problem) {
 	}
 	for _, secret := range secretNames {
 		data := st.Secrets[secret].Data
-		c := snapshot.Cluster{Name: string(data["name"]), Server: string(data["server"])}
+		c := snapshot.Cluster{Name: string(data["name"]), Server: string(data["server"]), Project: string(data["project"])}
 		switch {
 		case c.Server == "":
 			bad(secret, "cluster Secret has no server: set data.server to the cluster's API URL")

@@ -40,7 +40,7 @@ func ProjectApplication(a *v1alpha1.Application) snapshot.Application {
 
 // ProjectAppProject keeps what the proxy re-checks of an AppProject.
 func ProjectAppProject(p *v1alpha1.AppProject) snapshot.Project {
-	out := snapshot.Project{Name: p.Name}
+	out := snapshot.Project{Name: p.Name, PermitOnlyProjectScopedClusters: p.Spec.PermitOnlyProjectScopedClusters}
 	if len(p.Spec.SourceNamespaces) > 0 {
 		out.SourceNamespaces = append([]string(nil), p.Spec.SourceNamespaces...)
 	}
@@ -80,7 +80,7 @@ func ProjectConfigMap(c *corev1.ConfigMap) ConfigMap {
 }
 
 // ProjectSecret keeps only what a snapshot may draw on. Cluster Secrets
-// keep their name and server, never their credentials; Argo CD's other
+// keep their name, server and project, never their credentials; Argo CD's other
 // typed Secrets (repository credentials and the like) keep no data at all:
 // no snapshot ever references them. Neither do Secrets of types that can
 // only hold something else (Helm release records, which a Helm-installed
@@ -110,7 +110,7 @@ func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret 
 		out.Data = maps.Clone(data)
 	case SecretTypeCluster:
 		out.Data = map[string][]byte{}
-		for _, k := range []string{"name", "server"} {
+		for _, k := range clusterKeys {
 			if v, ok := data[k]; ok {
 				out.Data[k] = v
 			}
@@ -118,6 +118,10 @@ func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret 
 	}
 	return out
 }
+
+// clusterKeys are the keys of a cluster Secret a snapshot reads: none is a
+// credential. project scopes the cluster to an AppProject.
+var clusterKeys = []string{"name", "server", "project"}
 
 // RelevantConfigMap says whether a ConfigMap of the control-plane namespace
 // can affect a snapshot; others (known hosts, GPG keys...) are not stored,

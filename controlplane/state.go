@@ -20,7 +20,7 @@ type ConfigMap struct {
 }
 
 // Secret is the part of a Secret of the control-plane namespace the snapshot
-// may draw on. Cluster Secrets are projected to their name and server
+// may draw on. Cluster Secrets are projected to their name, server and project
 // (ProjectSecret): their credentials never reach the store.
 type Secret struct {
 	Labels map[string]string
@@ -213,7 +213,8 @@ func (s *Store) Replace(st *State) {
 }
 
 func equalProject(a, b snapshot.Project) bool {
-	return a.Name == b.Name && slices.Equal(a.SourceNamespaces, b.SourceNamespaces) &&
+	return a.Name == b.Name && a.PermitOnlyProjectScopedClusters == b.PermitOnlyProjectScopedClusters &&
+		slices.Equal(a.SourceNamespaces, b.SourceNamespaces) &&
 		slices.Equal(a.Destinations, b.Destinations) &&
 		slices.EqualFunc(a.Roles, b.Roles, func(x, y snapshot.ProjectRole) bool {
 			return x.Name == y.Name && slices.Equal(x.Tokens, y.Tokens)

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +29,7 @@ const (
 )
 
 // Bundle is one version of a policy: Rego modules, the data document and the
-// manifest. Build it with LoadDir, LoadFS or DefaultBundle.
+// manifest. Build it with LoadDir, LoadFS, LoadFiles or DefaultBundle.
 type Bundle struct {
 	Modules  []Module
 	Data     map[string]any
@@ -106,7 +108,7 @@ func isIdentifier(s string) bool {
 	return s != ""
 }
 
-// LoadOptions choose what LoadDir and LoadFS read.
+// LoadOptions choose what LoadDir, LoadFS and LoadFiles read.
 type LoadOptions struct {
 	// Tests includes *_test.rego files (for RunTests); the engine leaves them out.
 	Tests bool
@@ -157,47 +159,77 @@ func LoadFS(fsys fs.FS, root string, opts LoadOptions) (Bundle, error) {
 			}
 			return nil
 		}
-		switch {
-		case strings.HasSuffix(d.Name(), ".rego"):
-			if strings.HasSuffix(d.Name(), "_test.rego") && !opts.Tests {
-				return nil
-			}
-			src, err := fs.ReadFile(fsys, p)
-			if err != nil {
-				return err
-			}
-			b.Modules = append(b.Modules, Module{Path: rel, Source: src})
-		case d.Name() == DataFile:
-			sawData = true
-			raw, err := fs.ReadFile(fsys, p)
-			if err != nil {
-				return err
-			}
-			doc, err := decodeJSONObject(raw)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			var at []string
-			if dir := path.Dir(rel); dir != "." {
-				at = strings.Split(dir, "/")
-			}
-			if err := mergeAt(b.Data, at, doc); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-		case d.Name() == ManifestFile && rel == ManifestFile:
-			raw, err := fs.ReadFile(fsys, p)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &b.Manifest); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-		}
-		return nil
+		sawData = sawData || d.Name() == DataFile
+		return b.addFile(rel, func() ([]byte, error) { return fs.ReadFile(fsys, p) }, opts)
 	})
 	if err != nil {
 		return Bundle{}, err
 	}
+	return b.finish(sawData, opts)
+}
+
+// LoadFiles is LoadDir for files held in memory by slash-separated path
+// relative to the bundle root, as a snapshot's policy directory holds them.
+func LoadFiles(files map[string][]byte, opts LoadOptions) (Bundle, error) {
+	b := Bundle{Data: map[string]any{}}
+	sawData := false
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if slices.ContainsFunc(strings.Split(path.Dir(p), "/"), func(dir string) bool { return dir != "." && strings.HasPrefix(dir, ".") }) {
+			continue // as LoadFS skips .git and the like
+		}
+		sawData = sawData || path.Base(p) == DataFile
+		if err := b.addFile(p, func() ([]byte, error) { return files[p], nil }, opts); err != nil {
+			return Bundle{}, err
+		}
+	}
+	return b.finish(sawData, opts)
+}
+
+// addFile adds the file at rel (slash-separated, relative to the bundle
+// root) to b, reading it with read if it belongs to a bundle.
+func (b *Bundle) addFile(rel string, read func() ([]byte, error), opts LoadOptions) error {
+	name := path.Base(rel)
+	switch {
+	case strings.HasSuffix(name, ".rego"):
+		if strings.HasSuffix(name, "_test.rego") && !opts.Tests {
+			return nil
+		}
+		src, err := read()
+		if err != nil {
+			return err
+		}
+		b.Modules = append(b.Modules, Module{Path: rel, Source: src})
+	case name == DataFile:
+		raw, err := read()
+		if err != nil {
+			return err
+		}
+		doc, err := decodeJSONObject(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		var at []string
+		if dir := path.Dir(rel); dir != "." {
+			at = strings.Split(dir, "/")
+		}
+		if err := mergeAt(b.Data, at, doc); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	case name == ManifestFile && rel == ManifestFile:
+		raw, err := read()
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &b.Manifest); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// finish refuses a bundle with neither Rego nor data, adds the default policy
+// to one without a policy of its own, and sorts the modules.
+func (b Bundle) finish(sawData bool, opts LoadOptions) (Bundle, error) {
 	if len(b.Modules) == 0 && !sawData {
 		return Bundle{}, errors.New("no .rego files and no data.json: give a policy directory (gatehouse policy init DIR writes one)")
 	}

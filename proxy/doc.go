@@ -1,4 +1,12 @@
-// Package proxy is the extension reverse proxy: it serves Argo CD UI extension
-// traffic, authenticating each request (authn), authorising it and forwarding it
-// to the extension's backends. It never talks to the Kubernetes API.
+// Package proxy is Gatehouse's extension reverse proxy: it serves Argo CD UI
+// extension traffic (/api/v1/extensions/<name>/… and Argo CD's
+// /extensions/<name>/…) from the snapshot the agent writes to the shared
+// volume. Each request is authenticated (authn), resolved against the
+// snapshot's Applications, projects and clusters, decided by the policies
+// engine on the input authz builds, held to rate and concurrency limits, and
+// forwarded with goproxy to the service of the Application's destination
+// cluster, with the header policy of package headers and per-extension
+// timeouts, connection pools and TLS. Every snapshot becomes an immutable
+// routing table, swapped whole; a snapshot that does not load is refused and
+// the last good one keeps serving. It never talks to the Kubernetes API.
 package proxy

@@ -60,6 +60,9 @@ type AppProjectSpec struct {
 	SourceNamespaces []string                 `json:"sourceNamespaces,omitempty"`
 	Destinations     []ApplicationDestination `json:"destinations,omitempty"`
 	Roles            []ProjectRole            `json:"roles,omitempty"`
+	// PermitOnlyProjectScopedClusters limits the project's destinations to
+	// clusters scoped to it (cluster Secrets whose project key names it).
+	PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters,omitempty"`
 }
 
 // ProjectRole is a project role's name and the tokens issued for it

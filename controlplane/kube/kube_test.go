@@ -302,7 +302,7 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 		exts = append(exts, x.Name)
 	}
 	for _, cl := range c.Clusters {
-		clusters = append(clusters, cl.Name+"="+cl.Server)
+		clusters = append(clusters, cl.Name+"="+cl.Server+" project="+cl.Project)
 	}
 	for p := range c.Secrets {
 		secrets = append(secrets, p)
@@ -313,7 +313,9 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 	}{
 		{"applications", apps, []string{"argocd/platform→default@https://kubernetes.default.svc", "team-a/api→team-a@prod", "team-a/web→team-a@prod", "team-b/db→team-b@https://staging.example.com:6443"}},
 		{"extensions", exts, []string{"cost", "logs", "metrics", "traces"}},
-		{"clusters", clusters, []string{"in-cluster=https://kubernetes.default.svc", "prod=https://prod.example.com:6443", "staging=https://staging.example.com:6443"}},
+		// The cache transform keeps a cluster Secret's project: it scopes
+		// the cluster, and is no credential.
+		{"clusters", clusters, []string{"in-cluster=https://kubernetes.default.svc project=", "prod=https://prod.example.com:6443 project=team-a", "staging=https://staging.example.com:6443 project="}},
 		{"secrets", secrets, []string{"argocd-secret/metrics.token", "argocd-secret/server.secretkey", "cost-backend-tls/ca.crt"}},
 	} {
 		if !sameSet(check.got, check.want) {
@@ -330,6 +332,9 @@ func checkContent(t *testing.T, s *server.Snapshot) {
 	for _, p := range c.Projects {
 		if p.Name == "team-a" && (len(p.Roles) != 1 || len(p.Roles[0].Tokens) != 2) {
 			t.Errorf("team-a roles %+v: want deployer with the spec's and the status's tokens", p.Roles)
+		}
+		if want := p.Name == "team-a"; p.PermitOnlyProjectScopedClusters != want {
+			t.Errorf("project %s: permitOnlyProjectScopedClusters %v, want %v", p.Name, p.PermitOnlyProjectScopedClusters, want)
 		}
 	}
 	if o := c.Auth.OIDC; o == nil || !o.Dex || o.Issuer != "https://argocd.example.com/api/dex" {

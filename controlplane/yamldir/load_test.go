@@ -24,8 +24,8 @@ func TestLoadTestdataCluster(t *testing.T) {
 	if got, want := slices.Sorted(maps.Keys(st.ConfigMaps)), []string{"argocd-cm", "argocd-cmd-params-cm", "argocd-rbac-cm", "gatehouse-extensions", "gatehouse-policy-team-a"}; !slices.Equal(got, want) {
 		t.Errorf("configmaps %v, want %v (irrelevant ones left out)", got, want)
 	}
-	if s := st.Secrets["cluster-prod"]; string(s.Data["server"]) != "https://prod.example.com:6443" || s.Data["config"] != nil {
-		t.Errorf("cluster secret %v: want name and server only", s.Data)
+	if s := st.Secrets["cluster-prod"]; string(s.Data["server"]) != "https://prod.example.com:6443" || string(s.Data["project"]) != "team-a" || s.Data["config"] != nil {
+		t.Errorf("cluster secret %v: want name, server and project only", s.Data)
 	}
 	if s := st.Secrets["repo-private"]; len(s.Data) != 0 {
 		t.Errorf("repository secret kept data %v", slices.Sorted(maps.Keys(s.Data)))
@@ -33,7 +33,7 @@ func TestLoadTestdataCluster(t *testing.T) {
 	if string(st.Secrets["argocd-secret"].Data["server.secretkey"]) != "local-signing-key" {
 		t.Error("stringData was not merged into data")
 	}
-	if p := st.Projects["team-a"]; !slices.Equal(p.SourceNamespaces, []string{"team-a"}) || len(p.Destinations) != 1 {
+	if p := st.Projects["team-a"]; !slices.Equal(p.SourceNamespaces, []string{"team-a"}) || len(p.Destinations) != 1 || !p.PermitOnlyProjectScopedClusters {
 		t.Errorf("project %+v", p)
 	}
 }

@@ -17,7 +17,39 @@ import (
 // against the index, decodes strictly (unknown fields are errors: a newer
 // schema must bump schemaVersion) and validates the result. Anything it
 // cannot trust is an error; the caller keeps serving what it had.
-func Decode(get func(path string) ([]byte, bool)) (*Content, error) {
+func Decode(get func(path string) ([]byte, bool)) (*Content, error) { return new(Decoder).Decode(get) }
+
+// Decoder is Decode with memory: it keeps the Applications and projects of
+// each shard it decoded, by the shard's SHA-256, and a later snapshot that
+// holds the same shard takes them instead of decoding it again. One changed
+// Application changes one shard, so a new version of a 10,000-Application
+// snapshot decodes a few kilobytes instead of a few megabytes, and a proxy
+// loading it under load takes a fraction of a millisecond from its requests
+// rather than tens. Every file is still verified against the index. The
+// Contents it returns share those Applications and projects: treat them as
+// read-only, as every Content. Not safe for concurrent use.
+type Decoder struct {
+	apps     map[string][]Application
+	projects map[string][]Project
+	// next are the shards of the snapshot being decoded, which become the
+	// memory once it decodes: the memory holds one snapshot's shards.
+	nextApps     map[string][]Application
+	nextProjects map[string][]Project
+}
+
+// Decode is the package's Decode, taking unchanged shards from the last
+// snapshot this Decoder decoded without an error.
+func (d *Decoder) Decode(get func(path string) ([]byte, bool)) (*Content, error) {
+	d.nextApps, d.nextProjects = map[string][]Application{}, map[string][]Project{}
+	c, err := d.decode(get)
+	if err == nil {
+		d.apps, d.projects = d.nextApps, d.nextProjects
+	}
+	d.nextApps, d.nextProjects = nil, nil
+	return c, err
+}
+
+func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error) {
 	raw, ok := get(IndexFile)
 	if !ok {
 		return nil, fmt.Errorf("load snapshot: %s is missing: the files are not a Gatehouse snapshot", IndexFile)
@@ -41,7 +73,7 @@ func Decode(get func(path string) ([]byte, bool)) (*Content, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load snapshot: %s: %w", e.Path, err)
 		}
-		if err := c.decodeFile(e, b); err != nil {
+		if err := d.decodeFile(c, e, b); err != nil {
 			return nil, fmt.Errorf("load snapshot: %s: %w", e.Path, err)
 		}
 	}
@@ -75,7 +107,7 @@ func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
 }
 
 // decodeFile decodes one verified file into c by where it sits.
-func (c *Content) decodeFile(e IndexEntry, b []byte) error {
+func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 	dir, rest, _ := strings.Cut(e.Path, "/")
 	want := KindConfig
 	switch dir {
@@ -101,28 +133,38 @@ func (c *Content) decodeFile(e IndexEntry, b []byte) error {
 	case e.Path == AuthFile:
 		return strictJSON(b, &c.Auth)
 	case dir == ApplicationsDir:
-		var d applicationsDoc
-		if err := strictJSON(b, &d); err != nil {
-			return err
-		}
-		for _, a := range d.Applications {
-			if ApplicationShard(a.Key()) != e.Path {
-				return fmt.Errorf("application %q belongs in %s", a.Key(), ApplicationShard(a.Key()))
+		apps, ok := d.apps[e.Path+"\x00"+e.SHA256]
+		if !ok {
+			var doc applicationsDoc
+			if err := strictJSON(b, &doc); err != nil {
+				return err
 			}
+			for _, a := range doc.Applications {
+				if ApplicationShard(a.Key()) != e.Path {
+					return fmt.Errorf("application %q belongs in %s", a.Key(), ApplicationShard(a.Key()))
+				}
+			}
+			apps = doc.Applications
 		}
-		c.Applications = append(c.Applications, d.Applications...)
+		d.nextApps[e.Path+"\x00"+e.SHA256] = apps
+		c.Applications = append(c.Applications, apps...)
 		return nil
 	case dir == ProjectsDir:
-		var d projectsDoc
-		if err := strictJSON(b, &d); err != nil {
-			return err
-		}
-		for _, p := range d.Projects {
-			if ProjectShard(p.Name) != e.Path {
-				return fmt.Errorf("project %q belongs in %s", p.Name, ProjectShard(p.Name))
+		projects, ok := d.projects[e.Path+"\x00"+e.SHA256]
+		if !ok {
+			var doc projectsDoc
+			if err := strictJSON(b, &doc); err != nil {
+				return err
 			}
+			for _, p := range doc.Projects {
+				if ProjectShard(p.Name) != e.Path {
+					return fmt.Errorf("project %q belongs in %s", p.Name, ProjectShard(p.Name))
+				}
+			}
+			projects = doc.Projects
 		}
-		c.Projects = append(c.Projects, d.Projects...)
+		d.nextProjects[e.Path+"\x00"+e.SHA256] = projects
+		c.Projects = append(c.Projects, projects...)
 		return nil
 	case dir == PolicyDir && rest != "":
 		c.Policy[rest] = b

@@ -2,8 +2,9 @@ package snapshot
 
 // SchemaVersion is the layout and schema this package writes and reads. A
 // snapshot with another schemaVersion is refused: the proxy must not guess at
-// fields it does not know.
-const SchemaVersion = 1
+// fields it does not know. Version 2 added Project.PermitOnlyProjectScopedClusters
+// and Cluster.Project: a version-1 proxy would not know to enforce them.
+const SchemaVersion = 2
 
 // Content is everything the proxy needs to route and authorize requests with no
 // Kubernetes access. The zero value is a valid, empty snapshot.
@@ -54,6 +55,10 @@ type Project struct {
 	// honours: a project role token (signed with server.secretkey, often
 	// without expiry) is valid only while it is listed here.
 	Roles []ProjectRole `json:"roles,omitempty"`
+	// PermitOnlyProjectScopedClusters is the AppProject's
+	// spec.permitOnlyProjectScopedClusters: its Applications may deploy only
+	// to clusters whose Project is this project.
+	PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters,omitempty"`
 }
 
 // ProjectRole is one role of a project and its live tokens.
@@ -69,11 +74,14 @@ type ProjectToken struct {
 	IssuedAt int64  `json:"iat"`
 }
 
-// Cluster is a destination cluster: name and API server URL, never its
-// credentials.
+// Cluster is a destination cluster: name, API server URL and, for a
+// project-scoped cluster, its project; never its credentials.
 type Cluster struct {
 	Name   string `json:"name"`
 	Server string `json:"server"`
+	// Project is the cluster Secret's project key: the cluster is scoped to
+	// that AppProject (Argo CD's project-scoped clusters).
+	Project string `json:"project,omitempty"`
 }
 
 // InCluster is the cluster Argo CD always knows, unless a cluster Secret for

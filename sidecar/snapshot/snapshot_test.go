@@ -30,8 +30,9 @@ func sample() *Content {
 			{Namespace: "team-a", Name: "web", Project: "team-a", Destination: Destination{Name: "prod", Namespace: "web"}},
 			{Namespace: "argocd", Name: "infra", Project: "default", Destination: Destination{Server: "https://kubernetes.default.svc"}},
 		},
-		Projects: []Project{{Name: "team-a", SourceNamespaces: []string{"team-a"}, Destinations: []Destination{{Name: "prod", Namespace: "*"}}}, {Name: "default"}},
-		Clusters: []Cluster{InCluster, {Name: "prod", Server: "https://prod.example:6443"}},
+		Projects: []Project{{Name: "team-a", SourceNamespaces: []string{"team-a"}, Destinations: []Destination{{Name: "prod", Namespace: "*"}},
+			PermitOnlyProjectScopedClusters: true}, {Name: "default"}},
+		Clusters: []Cluster{InCluster, {Name: "prod", Server: "https://prod.example:6443", Project: "team-a"}},
 		Auth: Auth{URL: "https://argocd.example", LocalSecretKey: &SecretRef{Path: "argocd-secret/server.secretkey"},
 			OIDC: &OIDC{Issuer: "https://argocd.example/api/dex", Audiences: []string{"argo-cd"}, Dex: true}},
 		Policy: map[string][]byte{"extensions/policy.rego": []byte("package x\n"), "data.json": []byte("{}\n")},
@@ -198,7 +199,10 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 		want string
 	}{
 		{"no index", func(m map[string][]byte) { delete(m, IndexFile) }, "gatehouse.json is missing"},
-		{"newer schema", func(m map[string][]byte) { reindex(m, func(i *Index) { i.SchemaVersion = 2 }) }, "schemaVersion 2"},
+		{"newer schema", func(m map[string][]byte) { reindex(m, func(i *Index) { i.SchemaVersion = SchemaVersion + 1 }) }, fmt.Sprintf("schemaVersion %d", SchemaVersion+1)},
+		// Version 1 had no project-scoped clusters: read as this version,
+		// such a snapshot would leave them unenforced.
+		{"older schema", func(m map[string][]byte) { reindex(m, func(i *Index) { i.SchemaVersion = 1 }) }, "schemaVersion 1"},
 		{"tampered file", func(m map[string][]byte) { m[ClustersFile] = []byte(`{"clusters":[]}`) }, "does not match"},
 		{"missing file", func(m map[string][]byte) { delete(m, AuthFile) }, "listed in the index but missing"},
 		{"unlisted required file", func(m map[string][]byte) {
@@ -246,7 +250,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	m := files(good)
 	f.Add(m[IndexFile], m[ExtensionsFile], m[AuthFile])
-	f.Add([]byte(`{"schemaVersion":1,"files":[]}`), []byte(`{}`), []byte(`{}`))
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, SchemaVersion), []byte(`{}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, index, extensions, auth []byte) {
 		fs := files(good)
 		fs[IndexFile], fs[ExtensionsFile], fs[AuthFile] = index, extensions, auth
@@ -258,4 +262,49 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode returned content that does not validate: %v", err)
 		}
 	})
+}
+
+// TestDecoderReusesUnchangedShards: a Decoder gives what Decode gives, for
+// a snapshot and for the next one, which changes one Application; and a
+// snapshot that fails leaves its memory as it was.
+func TestDecoderReusesUnchangedShards(t *testing.T) {
+	first := sample()
+	for i := range 200 {
+		first.Applications = append(first.Applications, Application{Namespace: "team-a", Name: fmt.Sprintf("app-%d", i), Project: "team-a"})
+	}
+	second := sample()
+	second.Applications = append([]Application(nil), first.Applications...)
+	second.Applications[10].Destination.Namespace = "moved"
+	var d Decoder
+	for _, c := range []*Content{first, second} {
+		fs, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Decode(get(files(fs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Decode(get(files(fs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := Encode(got)
+		if !reflect.DeepEqual(files(again), files(fs)) || len(got.Applications) != len(want.Applications) {
+			t.Fatal("the Decoder's content differs from Decode's")
+		}
+	}
+	if len(d.apps) == 0 {
+		t.Fatal("the Decoder remembered no shard")
+	}
+	remembered := len(d.apps)
+	broken, _ := Encode(second)
+	m := files(broken)
+	m[ClustersFile] = []byte(`{"clusters":[]}`)
+	if _, err := d.Decode(get(m)); err == nil {
+		t.Fatal("a tampered snapshot decoded")
+	}
+	if len(d.apps) != remembered {
+		t.Fatal("a failed decode changed the Decoder's memory")
+	}
 }

@@ -27,7 +27,7 @@ func deps(t *testing.T, pkg string) []string {
 
 func TestCredentialFreePackagesLinkNoKubernetesClient(t *testing.T) {
 	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "k8s.io/apimachinery"}
-	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/..."} {
+	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/...", module + "/logflags", module + "/cmd/gatehouse-proxy"} {
 		t.Run(pkg, func(t *testing.T) {
 			for _, d := range deps(t, pkg) {
 				for _, f := range forbidden {
@@ -71,6 +71,20 @@ func TestKubeyamlImportsNothingOfOurs(t *testing.T) {
 	for _, d := range deps(t, module+"/kubeyaml") {
 		if strings.HasPrefix(d, module+"/") && d != module+"/kubeyaml" {
 			t.Errorf("kubeyaml links %s", d)
+		}
+	}
+}
+
+// TestProxyLinksNoAgentClient: the proxy shares no process state with the
+// agent beside it, only the volume and the admin endpoint; linking the
+// agent's client would pull gRPC into the proxy for nothing.
+func TestProxyLinksNoAgentClient(t *testing.T) {
+	for _, pkg := range []string{module + "/proxy/...", module + "/cmd/gatehouse-proxy"} {
+		for _, d := range deps(t, pkg) {
+			if strings.HasPrefix(d, module+"/agent") || strings.HasPrefix(d, module+"/controlplane") ||
+				strings.HasPrefix(d, module+"/webhook") || strings.HasPrefix(d, "google.golang.org/grpc") {
+				t.Errorf("%s links %s", pkg, d)
+			}
 		}
 	}
 }

@@ -48,19 +48,28 @@ func NewCA(name string) (*CA, error) {
 // Serving issues a server certificate for 127.0.0.1 and localhost and
 // returns it and its key, PEM-encoded.
 func (ca *CA) Serving() (certPEM, keyPEM []byte, err error) {
+	return ca.issue("gatehouse-controller", x509.ExtKeyUsageServerAuth)
+}
+
+// Client issues a client certificate for name, for mutual TLS.
+func (ca *CA) Client(name string) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(name, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) issue(name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "gatehouse-controller"},
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("issue certificate for %s: %w", name, err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {

@@ -1,0 +1,46 @@
+// Package logflags owns the logging flags of Gatehouse's long-running
+// commands (--log-level, --log-format) and the slog handler they select, for
+// commands that must not link the agent's gRPC client to get them.
+package logflags
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the logging flags.
+type Options struct {
+	Level  string
+	Format string
+}
+
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.Format, "log-format", "json", "log format: json or text")
+}
+
+func (o *Options) Validate() []error {
+	var errs []error
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(o.Level)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.Level))
+	}
+	if o.Format != "json" && o.Format != "text" {
+		errs = append(errs, fmt.Errorf("--log-format %q: use json or text", o.Format))
+	}
+	return errs
+}
+
+// Handler is the slog handler the flags ask for, writing to w.
+func (o *Options) Handler(w io.Writer) slog.Handler {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(o.Level))
+	ho := &slog.HandlerOptions{Level: level}
+	if o.Format == "text" {
+		return slog.NewTextHandler(w, ho)
+	}
+	return slog.NewJSONHandler(w, ho)
+}

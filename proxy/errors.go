@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// problem is a refusal the proxy answers itself: a status and a body a
+// person can act on, {"error": "<what>", "reason": "<why, and what to do>"}.
+type problem struct {
+	status int
+	kind   string
+	reason string
+	// retryAfter, when positive, is sent as Retry-After (seconds).
+	retryAfter int
+}
+
+// errorBody is the JSON body of every response the proxy writes itself.
+type errorBody struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+func (p *problem) body() []byte {
+	b, _ := json.Marshal(errorBody{Error: p.kind, Reason: p.reason})
+	return append(b, '\n')
+}
+
+func (p *problem) write(w http.ResponseWriter) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	if p.retryAfter > 0 {
+		h["Retry-After"] = []string{strconv.Itoa(p.retryAfter)}
+	}
+	w.WriteHeader(p.status)
+	_, _ = w.Write(p.body())
+}
+
+func badRequest(reason string) *problem {
+	return &problem{status: http.StatusBadRequest, kind: "bad request", reason: reason}
+}
+
+func unauthenticated(reason string) *problem {
+	return &problem{status: http.StatusUnauthorized, kind: "unauthenticated", reason: reason}
+}
+
+func forbidden(reason string) *problem {
+	return &problem{status: http.StatusForbidden, kind: "forbidden", reason: reason}
+}
+
+func notFound(reason string) *problem {
+	return &problem{status: http.StatusNotFound, kind: "not found", reason: reason}
+}
+
+// noApplication is the one answer for an Application the snapshot does not
+// have, a project header that is not the Application's, and a project the
+// snapshot no longer has: telling them apart would let anyone find out which
+// Applications exist and in which projects.
+var noApplication = forbidden("the Application does not exist, is not in the project the Argocd-Project-Name header names, " +
+	"or its project no longer permits it: check both headers, or ask the project's owner")

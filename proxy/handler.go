@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/proxy/authn"
+	"github.com/gatehouse-dev/gatehouse/proxy/authz"
+	"github.com/gatehouse-dev/gatehouse/proxy/headers"
+)
+
+// ServeHTTP serves one extension request: route, authenticate, resolve the
+// Application, decide, limit, forward.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	p.m.inFlight.Inc()
+	rw := &responseWriter{ResponseWriter: w, p: p}
+	label := p.serve(rw, r, start)
+	p.m.inFlight.Dec()
+	p.m.request(label, rw.code(), time.Since(start))
+}
+
+// serve answers r and returns the extension label of its metrics.
+func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) string {
+	t := p.table.Load()
+	if t == nil {
+		(&problem{status: http.StatusServiceUnavailable, kind: "unavailable", reason: "the proxy has not loaded its configuration yet: try again shortly", retryAfter: 1}).write(rw)
+		return "-"
+	}
+	if r.Method == http.MethodConnect {
+		(&problem{status: http.StatusMethodNotAllowed, kind: "method not allowed", reason: "this is a reverse proxy for Argo CD extensions, not a forward proxy"}).write(rw)
+		return "-"
+	}
+	rt, prob := parsePath(r.URL.EscapedPath())
+	if prob != nil {
+		prob.write(rw)
+		return "-"
+	}
+	id, err := p.authn.Authenticate(r.Context(), r)
+	if err != nil {
+		authError(err).write(rw)
+		return "-"
+	}
+	ext := t.extensions[rt.extension]
+	if ext == nil {
+		notFound("no extension named " + quoteShort(rt.extension) + " is configured").write(rw)
+		return "-"
+	}
+	websocket := headers.IsWebSocketUpgrade(r)
+	if websocket && !sameOrigin(r, t.origins) {
+		forbidden("a WebSocket handshake must come from Argo CD's own origin").write(rw)
+		return ext.name
+	}
+	x := &exchange{p: p, ext: ext, route: rt, websocket: websocket, clientAddr: r.RemoteAddr, clientHost: r.Host, clientTLS: r.TLS != nil}
+	x.identity = headers.Identity{Username: id.Username, UserID: id.UserID, Groups: id.Groups}
+	var target *authz.Target
+	if !ext.system {
+		ref, prob := parseAppRef(r, websocket)
+		if prob != nil {
+			prob.write(rw)
+			return ext.name
+		}
+		target = t.index.Application(ref.namespace, ref.name)
+		if target == nil || target.Application.Project != ref.project || target.Project == nil {
+			noApplication.write(rw)
+			return ext.name
+		}
+		x.identity.Application = ref.namespace + ":" + ref.name
+		x.identity.Project, x.identity.Namespace = ref.project, ref.namespace
+		if cl := target.Cluster; cl != nil {
+			x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
+		}
+	}
+	decodedRest, _ := url.PathUnescape(rt.rest) // checkPath has vetted it
+	d, err := p.engine.Decide(r.Context(), authz.Input(id, target, authz.Request{Extension: ext.name, Method: r.Method, Path: decodedRest}))
+	switch {
+	case err != nil:
+		p.m.failed.Inc()
+		p.log.Error("policy decision failed; denying", "extension", ext.name, "user", id.UserID, "error", err)
+		forbidden(cmp.Or(d.Reason, "denied: the policy could not be evaluated")).write(rw)
+		return ext.name
+	case !d.Allow:
+		p.m.denied.Inc()
+		forbidden(d.Reason).write(rw)
+		return ext.name
+	case d.Shadow:
+		p.m.shadowed.Inc()
+	default:
+		p.m.allowed.Inc()
+	}
+	x.policyHeaders = d.Headers
+	if refused, wait := ext.limits.admit(id.UserID, start); refused != "" {
+		p.m.limited.WithLabelValues(ext.name, string(refused)).Inc()
+		limited(refused, wait).write(rw)
+		return ext.name
+	}
+	defer ext.limits.done()
+	var cluster *policies.Cluster
+	if target != nil {
+		cluster = target.Cluster
+	}
+	x.svc = ext.serviceFor(cluster)
+	if x.svc == nil {
+		notFound("extension " + quoteShort(ext.name) + " has no backend for the cluster this Application deploys to: ask your Argo CD administrator").write(rw)
+		return ext.name
+	}
+	if p.o.MaxRequestBodyBytes > 0 && r.ContentLength > p.o.MaxRequestBodyBytes {
+		tooLarge(p.o.MaxRequestBodyBytes).write(rw)
+		return ext.name
+	}
+	p.forward(rw, r, x)
+	return ext.name
+}
+
+// authError is the answer for a refused token: 401 with authn's reason,
+// which is written for the token's holder; 503 when the SSO issuer's keys
+// cannot be fetched (not the caller's fault).
+func authError(err error) *problem {
+	var e *authn.Error
+	reason := "the token was refused"
+	if errors.As(err, &e) {
+		reason = e.Reason
+	}
+	if errors.Is(err, authn.ErrUnavailable) {
+		return &problem{status: http.StatusServiceUnavailable, kind: "unavailable", reason: reason, retryAfter: 5}
+	}
+	return unauthenticated(reason)
+}
+
+func limited(kind limitKind, wait time.Duration) *problem {
+	switch kind {
+	case limitConcurrency:
+		return &problem{status: http.StatusServiceUnavailable, kind: "overloaded",
+			reason: "the extension is serving as many requests as it may at once: try again shortly", retryAfter: retryAfter(wait)}
+	case limitUser:
+		return &problem{status: http.StatusTooManyRequests, kind: "rate limited",
+			reason: "you are sending this extension requests faster than it allows: wait and try again", retryAfter: retryAfter(wait)}
+	}
+	return &problem{status: http.StatusTooManyRequests, kind: "rate limited",
+		reason: "the extension is receiving more requests than it allows: wait and try again", retryAfter: retryAfter(wait)}
+}
+
+func tooLarge(limit int64) *problem {
+	return &problem{status: http.StatusRequestEntityTooLarge, kind: "request too large",
+		reason: "the request body is larger than the " + strconv.FormatInt(limit, 10) + " bytes the proxy accepts"}
+}
+
+// sameOrigin holds for a WebSocket handshake without an Origin (not a
+// browser) or whose Origin is the proxy's own host or Argo CD's: a browser
+// sends the user's cookie with any site's handshake, and only the origin
+// tells a page of Argo CD from another site's.
+func sameOrigin(r *http.Request, origins []string) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, h := range origins {
+		if strings.EqualFold(u.Host, h) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+// Package proxycli is the extension proxy's command line: its flags, their
+// validation, and the wiring of the proxy, its three listeners and its
+// graceful shutdown. `gatehouse proxy` runs it; it links no Kubernetes
+// client and no gRPC.
+package proxycli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gatehouse-dev/gatehouse/logflags"
+	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/proxy"
+	"github.com/gatehouse-dev/gatehouse/sidecar"
+)
+
+// Options are the proxy's flags.
+type Options struct {
+	SnapshotDir  string
+	Listen       string
+	AdminListen  string
+	HealthListen string
+	CertFile     string
+	KeyFile      string
+
+	DecisionLog       bool
+	PolicyShadow      bool
+	DecisionCacheSize int
+	DecisionCacheTTL  time.Duration
+	PolicyEvalTimeout time.Duration
+
+	HeaderTimeout       time.Duration
+	ClientBodyTimeout   time.Duration
+	ReadHeaderTimeout   time.Duration
+	IdleTimeout         time.Duration
+	MaxRequestBodyBytes int64
+	MaxHeaderBytes      int
+	MaxUsers            int
+
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
+
+	MaxFileBytes  int64
+	MaxTotalBytes int64
+	MaxFiles      int
+
+	MemoryLimit string
+	GCPercent   int
+
+	AllowInsecureOIDC bool
+	Profiling         bool
+	Log               logflags.Options
+}
+
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	d := sidecar.DefaultLimits()
+	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "/var/run/gatehouse/snapshot", "shared volume the agent writes snapshots to (its --root)")
+	fs.StringVar(&o.Listen, "listen", ":8080", "address extension requests are served on")
+	fs.StringVar(&o.AdminListen, "admin-listen", "127.0.0.1:9901", "admin address: "+proxy.StatePath+" (the version served, for the agent's --confirm-url), /healthz, /readyz, /metrics; keep it on loopback")
+	fs.StringVar(&o.HealthListen, "health-listen", ":8081", `address of /healthz, /readyz and /metrics for the kubelet and Prometheus ("0" disables it)`)
+	fs.StringVar(&o.CertFile, "tls-cert-file", "", "serve HTTPS with this certificate (re-read when it changes); default: plain HTTP")
+	fs.StringVar(&o.KeyFile, "tls-key-file", "", "key of --tls-cert-file")
+	fs.BoolVar(&o.DecisionLog, "decision-log", false, "log every policy decision (user, extension, Application, method, outcome, reason; never tokens or paths)")
+	fs.BoolVar(&o.PolicyShadow, "policy-shadow", false, "shadow mode for every policy: decide and log, but allow what the policy denies")
+	fs.IntVar(&o.DecisionCacheSize, "decision-cache-size", 10000, "policy decisions kept (0 disables the cache)")
+	fs.DurationVar(&o.DecisionCacheTTL, "decision-cache-ttl", 5*time.Second, "how long a policy decision is kept")
+	fs.DurationVar(&o.PolicyEvalTimeout, "policy-eval-timeout", policies.DefaultEvalTimeout, "bound on one policy evaluation: a decision that runs past it is stopped and denied with a reason, and counted in gatehouse_policy_evaluation_timeouts_total (0: no bound)")
+	fs.DurationVar(&o.HeaderTimeout, "backend-header-timeout", 60*time.Second, "longest wait for a backend's response headers when the extension sets no requestTimeout (504 after it)")
+	fs.DurationVar(&o.ClientBodyTimeout, "client-body-timeout", 60*time.Second, "longest a client may pause while sending a request body (408 after it)")
+	fs.DurationVar(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send a request's headers")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 120*time.Second, "how long an idle client connection is kept open")
+	fs.Int64Var(&o.MaxRequestBodyBytes, "max-request-body-bytes", 16<<20, "largest request body forwarded (413 beyond it)")
+	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", 256<<10, "largest request header block (431 beyond it); Argo CD's token cookies are split into 4 KB parts, and many groups make them long")
+	fs.IntVar(&o.MaxUsers, "max-users-per-extension", 100000, "per-user rate limiters kept per extension; users idle long enough to have a full bucket are forgotten first")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep serving this long with /readyz failing, so the Pod leaves its Service's endpoints before it stops accepting requests")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish before they are cut")
+	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
+	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
+	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", DefaultMemoryLimit,
+		"soft limit on the Go runtime's memory (KiB, MiB, GiB or bytes; 0: none); $GOMEMLIMIT wins unless this flag is given")
+	fs.IntVar(&o.GCPercent, "gc-percent", DefaultGCPercent,
+		"the Go collector's GOGC: heap growth, in percent of the live heap, before a collection; $GOGC wins unless this flag is given")
+	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
+	o.Log.AddFlags(fs)
+}
+
+func (o *Options) Validate() []error {
+	errs := o.Log.Validate()
+	if o.SnapshotDir == "" {
+		errs = append(errs, errors.New("--snapshot-dir must name the shared volume"))
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", o.Listen}, {"--admin-listen", o.AdminListen}, {"--health-listen", o.HealthListen}} {
+		if a.addr == "0" && a.flag == "--health-listen" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port (\":8080\" for every address)", a.flag, a.addr))
+		}
+	}
+	if host, _, err := net.SplitHostPort(o.AdminListen); err == nil {
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			errs = append(errs, fmt.Errorf("--admin-listen %q: the admin endpoint must stay on loopback (127.0.0.1 or [::1]); its state is for the agent beside the proxy", o.AdminListen))
+		}
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
+	}
+	if o.DecisionCacheSize < 0 || o.MaxRequestBodyBytes < 0 || o.MaxHeaderBytes <= 0 || o.MaxUsers <= 0 {
+		errs = append(errs, errors.New("--decision-cache-size and --max-request-body-bytes must not be negative; --max-header-bytes and --max-users-per-extension must be positive"))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--backend-header-timeout", o.HeaderTimeout}, {"--client-body-timeout", o.ClientBodyTimeout}, {"--read-header-timeout", o.ReadHeaderTimeout}, {"--idle-timeout", o.IdleTimeout}, {"--shutdown-timeout", o.ShutdownTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", d.flag))
+		}
+	}
+	if o.ShutdownDelay < 0 || o.DecisionCacheTTL < 0 || o.PolicyEvalTimeout < 0 {
+		errs = append(errs, errors.New("--shutdown-delay, --decision-cache-ttl and --policy-eval-timeout must not be negative"))
+	}
+	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
+		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
+	}
+	if _, err := parseBytes(o.MemoryLimit); err != nil {
+		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
+	}
+	if o.GCPercent <= 0 {
+		errs = append(errs, errors.New("--gc-percent must be positive"))
+	}
+	return errs
+}
+
+// NewCommand returns the proxy command named use ("proxy" under
+// `gatehouse`).
+func NewCommand(use string) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "Run the extension proxy that serves Argo CD UI extensions from the agent's snapshot",
+		Long: `Run the Gatehouse extension proxy. It serves /api/v1/extensions/<name>/... and
+Argo CD's /extensions/<name>/... from the snapshot the agent sidecar writes to
+the shared volume, with no Kubernetes credentials: it authenticates Argo CD
+and SSO tokens, resolves the Application and its project from the snapshot,
+asks the Rego policy, applies rate and concurrency limits and forwards to the
+backend of the Application's destination cluster. A snapshot that does not
+load is refused and the last good one keeps serving; ` + proxy.StatePath + ` on the
+admin address says which version is served, for the agent's --confirm-url.
+SIGTERM drains in-flight requests and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if errs := o.Validate(); len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+			applyMemorySettings(o.MemoryLimit, cmd.Flags().Changed("memory-limit"), o.GCPercent, cmd.Flags().Changed("gc-percent"))
+			return Run(cmd.Context(), o, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Run runs the proxy until ctx ends, then shuts it down gracefully.
+func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	engine := []policies.Option{policies.WithCache(o.DecisionCacheSize, o.DecisionCacheTTL), policies.WithEvalTimeout(o.PolicyEvalTimeout)}
+	if o.DecisionLog {
+		engine = append(engine, policies.WithDecisionLog(logger))
+	}
+	p, err := proxy.New(proxy.Options{
+		Root:                 o.SnapshotDir,
+		Limits:               sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles},
+		Logger:               logger,
+		Registerer:           reg,
+		Engine:               engine,
+		Shadow:               o.PolicyShadow,
+		AllowInsecureOIDC:    o.AllowInsecureOIDC,
+		HeaderTimeout:        o.HeaderTimeout,
+		ClientBodyTimeout:    o.ClientBodyTimeout,
+		MaxRequestBodyBytes:  o.MaxRequestBodyBytes,
+		MaxUsersPerExtension: o.MaxUsers,
+	})
+	if err != nil {
+		return err
+	}
+	main := &http.Server{Handler: p, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	if o.CertFile != "" {
+		certs := &certReloader{certFile: o.CertFile, keyFile: o.KeyFile}
+		if _, err := certs.get(nil); err != nil {
+			return err
+		}
+		main.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	}
+	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
+		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}
+	if o.HealthListen != "0" {
+		servers = append(servers, &serving{name: "health", addr: o.HealthListen, srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second}})
+	}
+	for _, s := range servers {
+		if s.ln, err = net.Listen("tcp", s.addr); err != nil {
+			closeAll(servers)
+			return fmt.Errorf("listen on %s (%s): %w", s.addr, s.name, err)
+		}
+	}
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watched := make(chan error, 1)
+	go func() { watched <- p.Run(watchCtx) }()
+	failed := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { failed <- s.serve() }()
+	}
+	logger.Info("proxy started", "listen", o.Listen, "admin", o.AdminListen, "health", o.HealthListen, "snapshot_dir", o.SnapshotDir)
+
+	var runErr error
+	watchEnded := false
+	select {
+	case <-ctx.Done():
+	case runErr = <-failed:
+	case runErr = <-watched:
+		watchEnded = true
+	}
+	logger.Info("shutting down: draining requests", "delay", o.ShutdownDelay, "timeout", o.ShutdownTimeout)
+	p.Drain()
+	if runErr == nil && o.ShutdownDelay > 0 {
+		time.Sleep(o.ShutdownDelay)
+	}
+	drainCtx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
+	defer cancel()
+	if err := main.Shutdown(drainCtx); err != nil {
+		logger.Warn("requests still in flight when the shutdown timeout ended; cut", "error", err)
+	}
+	p.CloseHijacked()
+	for _, s := range servers[1:] {
+		_ = s.srv.Shutdown(drainCtx)
+	}
+	stopWatch()
+	if !watchEnded {
+		if err := <-watched; err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	logger.Info("proxy stopped")
+	return runErr
+}
+
+// adminHandler is the proxy's admin endpoint and, with profiling, Go's
+// profiles: opt-in and on loopback only, since a profile reveals code paths
+// and timings.
+func adminHandler(p *proxy.Proxy, gatherer prometheus.Gatherer, profiling bool) http.Handler {
+	h := p.AdminHandler(gatherer)
+	if !profiling {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// serving is one of the proxy's listeners.
+type serving struct {
+	name, addr string
+	srv        *http.Server
+	ln         net.Listener
+	tls        bool
+}
+
+func (s *serving) serve() error {
+	var err error
+	if s.tls {
+		err = s.srv.ServeTLS(s.ln, "", "")
+	} else {
+		err = s.srv.Serve(s.ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("%s server on %s: %w", s.name, s.addr, err)
+}
+
+func closeAll(servers []*serving) {
+	for _, s := range servers {
+		if s.ln != nil {
+			_ = s.ln.Close()
+		}
+	}
+}

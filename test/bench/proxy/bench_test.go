@@ -1,0 +1,365 @@
+package proxybench
+
+import (
+	"flag"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
+)
+
+var (
+	rounds       = flag.Int("proxybench.rounds", 3, "rounds of the side-by-side runs")
+	duration     = flag.Duration("proxybench.duration", 10*time.Second, "length of each wrk run")
+	connections  = flag.Int("proxybench.connections", 64, "wrk connections (-c)")
+	soakRequests = flag.Int("proxybench.soak-requests", 1_000_000, "requests BenchmarkProxySoak sends")
+)
+
+// target is one server wrk drives.
+type target struct {
+	name string
+	url  string
+	pid  int // 0: its CPU is not measured (the backend, in this process)
+}
+
+// figures are one target's results over the rounds.
+type figures struct {
+	rps, cpuPerReq, p50, p99, conns []float64
+	failed                          int
+}
+
+// BenchmarkProxyLoad measures the proxy against the backend alone, a tuned
+// bare Go reverse proxy and nginx, side by side in one sitting, with wrk
+// (-t2 -c64 by default) sending 1 KB JSON GETs with the tokens of a
+// thousand users in turn. Gatehouse verifies each token, asks the Rego
+// policy (decision cache on) and applies per-user, per-extension and
+// concurrency limits, with a 10,000-Application snapshot loaded.
+func BenchmarkProxyLoad(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		runLoad(b)
+	}
+}
+
+func runLoad(b *testing.B) {
+	gh, bare, err := build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := tmpfs(b)
+	be := startBackend(b)
+	toks := tokens()
+	script, err := wrkScript(dir, toks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := startGatehouse(b, gh, dir, content(be.url, 0))
+	idleRSS, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+	bp := start(b, bare, "--listen", freeAddrFor(b), "--backend", be.url)
+	bp.url = "http://" + bp.cmd.Args[2]
+	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	targets := []target{{name: "backend direct", url: be.url}, {name: "bare Go proxy (httputil, tuned)", url: bp.url, pid: bp.pid()}}
+	if ng := startNginx(b, dir, be.url); ng != nil {
+		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
+	}
+	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid()})
+
+	// Warm up: connections, caches, the Go runtime's heap.
+	for _, t := range targets {
+		if _, out, err := runWrk(t.url, script, *connections, 2*time.Second); err != nil {
+			b.Fatalf("%s: %v\n%s", t.name, err, out)
+		}
+	}
+	results := make([]figures, len(targets))
+	pacedP99 := make([][]float64, len(targets)) // added p99 at half of the peak, by target
+	pacedRPS := make([][]float64, len(targets))
+	var loads, swapP99Ratio, swapRPS []float64
+	var swapFailed, swaps int
+	for range *rounds {
+		loads = append(loads, testkit.LoadAvg())
+		for i, t := range targets {
+			cpu0 := cpuOf(t.pid)
+			conns0 := be.opened.Load()
+			r, out, err := runWrk(t.url, script, *connections, *duration)
+			if err != nil {
+				b.Fatalf("%s: %v", t.name, err)
+			}
+			f := &results[i]
+			f.rps = append(f.rps, r.rps())
+			f.p50 = append(f.p50, ms(r.p50))
+			f.p99 = append(f.p99, ms(r.p99))
+			f.conns = append(f.conns, float64(be.opened.Load()-conns0))
+			f.failed += r.non2xx + r.errors
+			if t.pid != 0 {
+				f.cpuPerReq = append(f.cpuPerReq, us(cpuOf(t.pid)-cpu0)/float64(r.requests))
+			}
+			if r.non2xx+r.errors > 0 {
+				b.Errorf("%s: %d non-2xx answers and %d socket errors\n%s", t.name, r.non2xx, r.errors, out)
+			}
+		}
+		// The same round, at half of gatehouse's peak of this round.
+		gatehousePeak := results[len(results)-1].rps[len(results[len(results)-1].rps)-1]
+		p99, sent := halfPeak(b, dir, targets, toks, gatehousePeak/2)
+		for i := range targets {
+			pacedP99[i] = append(pacedP99[i], ms(p99[i]-p99[0]))
+			pacedRPS[i] = append(pacedRPS[i], sent[i])
+		}
+		swap := swapUnderLoad(b, g, be.url, script)
+		swaps += swap.swaps
+		swapFailed += swap.failed
+		swapP99Ratio = append(swapP99Ratio, ms(swap.p99)/results[len(results)-1].p99[len(results[len(results)-1].p99)-1])
+		swapRPS = append(swapRPS, swap.rps)
+	}
+	loads = append(loads, testkit.LoadAvg())
+	busyRSS, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+
+	gh0 := &results[len(results)-1]
+	_, peak, _ := stats(gh0.rps)
+	_, added, _ := stats(pacedP99[len(targets)-1])
+
+	var s strings.Builder
+	fmt.Fprintf(&s, "\n%d rounds of wrk -t2 -c%d -d%s, 1 KB JSON GET, %d users; load average %s (min/median/max)\n",
+		*rounds, *connections, *duration, users, fmtStats(loads, "%.2f"))
+	fmt.Fprintf(&s, "%s | %s | %s | %s | %s | %s\n", pad("server", 38), pad("requests/s", 26), pad("proxy CPU per request (µs)", 26),
+		pad("p50 (ms)", 20), pad("p99 (ms)", 20), "backend connections opened")
+	for i, t := range targets {
+		f := results[i]
+		cpu := "-"
+		if len(f.cpuPerReq) > 0 {
+			cpu = fmtStats(f.cpuPerReq, "%.1f")
+		}
+		fmt.Fprintf(&s, "%s | %s | %s | %s | %s | %s\n", pad(t.name, 38), pad(fmtStats(f.rps, "%.0f"), 26), pad(cpu, 26),
+			pad(fmtStats(f.p50, "%.2f"), 20), pad(fmtStats(f.p99, "%.2f"), 20), fmtStats(f.conns, "%.0f"))
+	}
+	fmt.Fprintf(&s, "gatehouse proxy RSS, 10,000-Application snapshot: %.1f MB idle after loading, %.1f MB after the runs, peak %.1f MB\n",
+		mb(idleRSS), mb(busyRSS), mb(hwm))
+	fmt.Fprintf(&s, "at half of gatehouse's peak of each round (wrk paced), the p99 each server adds to the backend's (ms) and the rate it got:\n")
+	for i, t := range targets[1:] {
+		fmt.Fprintf(&s, "  %s +%s ms, %s requests/s\n", pad(t.name, 38), fmtStats(pacedP99[i+1], "%.2f"), fmtStats(pacedRPS[i+1], "%.0f"))
+	}
+	fmt.Fprintf(&s, "snapshot swapped %d times in %d runs of %s: %d failed requests; p99 %s times the round's without swaps; %s requests/s\n",
+		swaps, *rounds, *duration, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
+	fmt.Print(s.String())
+
+	_, cpu, _ := stats(gh0.cpuPerReq)
+	b.ReportMetric(cpu, "gatehouse-cpu-us/req")
+	b.ReportMetric(peak, "gatehouse-req/s")
+	b.ReportMetric(added, "added-p99-ms@half-peak")
+	b.ReportMetric(mb(hwm), "gatehouse-peak-rss-MB")
+	b.ReportMetric(float64(swapFailed), "failed-during-swaps")
+	b.ReportMetric(0, "ns/op")
+}
+
+func freeAddrFor(b *testing.B) string { return freeAddr(b) }
+
+func cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	d, _ := testkit.CPUOf(pid)
+	return d
+}
+
+// halfPeak runs wrk paced to rate against every target, and returns each
+// one's p99 and the rate it got. Every connection pauses after each answer
+// (wrkPacedScript), so all runs send the same rate and latency is measured
+// at it.
+func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate float64) (p99 []time.Duration, sent []float64) {
+	pause := max(1, int(float64(*connections)*1000/rate+0.5))
+	script, err := wrkPacedScript(dir, toks, pause)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range targets {
+		r, out, err := runWrk(t.url, script, *connections, *duration)
+		if err != nil || r.non2xx+r.errors > 0 {
+			b.Fatalf("paced run against %s: %v\n%s", t.name, err, out)
+		}
+		p99, sent = append(p99, r.p99), append(sent, r.rps())
+	}
+	return p99, sent
+}
+
+type swapResult struct {
+	swaps, failed int
+	p99           time.Duration
+	rps           float64
+}
+
+// swapUnderLoad runs wrk while new snapshot versions are written to the
+// volume every second, as the agent writes them (encoded beforehand, as
+// they arrive from the controller), and checks that the proxy served the
+// last one. Each version changes one Application, the usual change.
+func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string) swapResult {
+	n := int(*duration/time.Second) - 1
+	versions := make([]*testkit.EncodedSnapshot, n)
+	for i := range versions {
+		g.rev++
+		e, err := testkit.EncodeSnapshot(content(backendURL, g.rev))
+		if err != nil {
+			b.Fatal(err)
+		}
+		versions[i] = e
+	}
+	type wrkOut struct {
+		r   wrkResult
+		out string
+		err error
+	}
+	done := make(chan wrkOut, 1)
+	go func() {
+		r, out, err := runWrk(g.url, script, *connections, *duration)
+		done <- wrkOut{r, out, err}
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var res swapResult
+	var w wrkOut
+	for waiting := true; waiting; {
+		select {
+		case w = <-done:
+			waiting = false
+		case <-tick.C:
+			if res.swaps < len(versions) {
+				if err := versions[res.swaps].WriteTo(g.writer); err != nil {
+					b.Fatal(err)
+				}
+				res.swaps++
+			}
+		}
+	}
+	if w.err != nil {
+		b.Fatal(w.err)
+	}
+	res.failed, res.p99, res.rps = w.r.non2xx+w.r.errors, w.r.p99, w.r.rps()
+	if res.failed > 0 {
+		b.Errorf("requests failed while the snapshot changed:\n%s", w.out)
+	}
+	if res.swaps > 0 {
+		if err := g.waitServed(versions[res.swaps-1].Version(), 10*time.Second); err != nil {
+			b.Errorf("after the swaps: %v", err)
+		}
+	}
+	return res
+}
+
+// BenchmarkProxySoak sends a million requests (-proxybench.soak-requests)
+// through gatehouse and compares its goroutines and open files before and
+// after, once the clients' connections have closed.
+func BenchmarkProxySoak(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		gh, _, err := build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := tmpfs(b)
+		be := startBackend(b)
+		script, err := wrkScript(dir, tokens())
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := startGatehouse(b, gh, dir, content(be.url, 0))
+		if _, out, err := runWrk(g.url, script, *connections, 3*time.Second); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		goroutines0, fds0 := settle(b, g)
+		rss0, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+		sent, failed := 0, 0
+		start := time.Now()
+		for sent < *soakRequests {
+			r, out, err := runWrk(g.url, script, *connections, 30*time.Second)
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			sent += r.requests
+			failed += r.non2xx + r.errors
+		}
+		took := time.Since(start)
+		goroutines1, fds1 := settle(b, g)
+		rss1, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+		fmt.Printf("\n%d requests in %s (%d failed): goroutines %.0f → %.0f, open files %.0f → %.0f, RSS %.1f → %.1f MB (peak %.1f MB); load average %.2f\n",
+			sent, took.Round(time.Second), failed, goroutines0, goroutines1, fds0, fds1, mb(rss0), mb(rss1), mb(hwm), testkit.LoadAvg())
+		if goroutines1 > goroutines0+5 || fds1 > fds0+2 {
+			b.Errorf("goroutines %.0f → %.0f, open files %.0f → %.0f after %d requests", goroutines0, goroutines1, fds0, fds1, sent)
+		}
+		b.ReportMetric(goroutines1-goroutines0, "goroutine-growth")
+		b.ReportMetric(fds1-fds0, "fd-growth")
+		b.ReportMetric(float64(failed), "failed")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// settle waits until the proxy's goroutines stop changing (the load
+// generator's connections closed) and returns them and its open files.
+func settle(b *testing.B, g *gatehouseProc) (goroutines, fds float64) {
+	prev := -1.0
+	for range 50 {
+		n, err := g.metric("go_goroutines")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == prev {
+			break
+		}
+		prev = n
+		time.Sleep(200 * time.Millisecond)
+	}
+	f, err := g.metric("process_open_fds")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return prev, f
+}
+
+// BenchmarkProxyMemory compares the resident memory of the proxy image's
+// gatehouse-proxy and of `gatehouse proxy` (the one binary with every
+// role), each serving the 10,000-Application snapshot: idle after loading,
+// and after a wrk run with a thousand users (-proxybench.duration).
+func BenchmarkProxyMemory(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	for range b.N {
+		if _, _, err := build(); err != nil {
+			b.Fatal(err)
+		}
+		be := startBackend(b)
+		var s strings.Builder
+		fmt.Fprintf(&s, "\nRSS with a 10,000-Application snapshot, %d users; load average %.2f\n", users, testkit.LoadAvg())
+		for _, variant := range []struct {
+			name    string
+			cmdline []string
+		}{
+			{"slim", []string{binDir + "/gatehouse-proxy"}},
+			{"one-binary", []string{binDir + "/gatehouse", "proxy"}},
+		} {
+			dir := tmpfs(b)
+			script, err := wrkScript(dir, tokens())
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := startGatehouse(b, variant.cmdline, dir, content(be.url, 0))
+			idle, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+			if _, out, err := runWrk(g.url, script, *connections, *duration); err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			busy, hwm, _ := testkit.MemOf(strconv.Itoa(g.pid()))
+			g.stop()
+			fmt.Fprintf(&s, "%-10s (%s) idle %.1f MB, after load %.1f MB, peak %.1f MB\n", variant.name, strings.Join(variant.cmdline, " "), mb(idle), mb(busy), mb(hwm))
+			b.ReportMetric(mb(hwm), variant.name+"-peak-MB")
+		}
+		fmt.Print(s.String())
+		b.ReportMetric(0, "ns/op")
+	}
+}
