@@ -60,6 +60,8 @@ func printServing(w io.Writer, o *devOptions, world *demo.World, stack *devStack
 		for _, c := range tourCurls(calls, stack.proxyURL, label, vars) {
 			fmt.Fprintf(w, "\n  # %s\n  %s\n", strings.Join(c.notes, "; "), c.line)
 		}
+	}
+	if d.issuer != nil {
 		fmt.Fprintf(w, "\nMore tokens: %s dev token --user bob --groups qa%s\n", os.Args[0], dirFlag(o.Dir))
 	}
 	fmt.Fprintf(w, "Edit any file under %s: it takes effect within a second, and the log says which version the controller built,\n", label)

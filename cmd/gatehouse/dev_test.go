@@ -140,6 +140,12 @@ func TestDevTour(t *testing.T) {
 	if after := readTree(t, dir); !equalTrees(before, after) {
 		t.Error("the tour changed the directory it was given")
 	}
+	http.DefaultClient.CloseIdleConnections()
+	gone, cancelGone := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelGone()
+	if left := waitOurGoroutinesGone(gone); left != "" {
+		t.Errorf("goroutines left after the tour:\n%s", left)
+	}
 }
 
 // TestDevTourSaysWhatWentOtherwise: a tour whose expectations the
@@ -203,10 +209,15 @@ func TestDevServes(t *testing.T) {
 	defer stopDev()
 	out, logs := newWatchedBuffer(), newWatchedBuffer()
 	exited := make(chan int, 1)
+	// Waits end when gatehouse dev does: a failure shows at once, with
+	// its output.
+	running, ended := context.WithCancel(ctx)
+	defer ended()
 	go func() {
 		exited <- run(devCtx, []string{"dev", "--dir", dir, "--listen", "127.0.0.1:0", "--issuer-key", key}, nil, out, logs)
+		ended()
 	}()
-	m, err := out.waitFor(ctx, regexp.MustCompile(`the proxy on (http://127\.0\.0\.1:\d+)[\s\S]*Ctrl-C stops everything`))
+	m, err := out.waitFor(running, regexp.MustCompile(`the proxy on (http://127\.0\.0\.1:\d+)[\s\S]*Ctrl-C stops everything`))
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), logs.String())
 	}
@@ -235,26 +246,28 @@ func TestDevServes(t *testing.T) {
 		return resp.StatusCode
 	}
 	if code := post(); code != http.StatusForbidden {
-		t.Fatalf("POST before the edit: %d, want 403", code)
+		t.Fatalf("POST before the edit: %d, want 403\n%s", code, logs.String())
 	}
 
+	// Saved as editors save: written aside, renamed into place.
 	edited := bytes.Replace(original, []byte(`"methods": ["GET"]`), []byte(`"methods": ["GET", "POST"]`), 1)
-	if err := os.WriteFile(policy, edited, 0o600); err != nil {
+	if err := os.WriteFile(policy+".swp", edited, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The edit's version is the one the controller builds next.
-	m, err = logs.waitFrom(ctx, served, regexp.MustCompile(`msg="snapshot built" part=controller component=control-plane version=(\w+)`))
+	if err := os.Rename(policy+".swp", policy); err != nil {
+		t.Fatal(err)
+	}
+	// The edit is one new version: the controller builds it, the proxy
+	// serves it, the agent acknowledges it, one line each.
+	m, err = logs.waitFrom(running, served, regexp.MustCompile(`msg="snapshot applied" part=agent version=(\w+)`))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
 	version := m[1]
 	for _, line := range []string{`msg="snapshot built" part=controller`, `msg="snapshot served" part=proxy`, `msg="snapshot applied" part=agent`} {
-		re := regexp.MustCompile(regexp.QuoteMeta(line) + `.* version=` + version)
-		if _, err := logs.waitFrom(ctx, served, re); err != nil {
-			t.Fatalf("%v\n%s", err, logs.String())
-		}
-		if n := len(re.FindAllString(logs.String()[served:], -1)); n != 1 {
-			t.Errorf("%d lines %s for version %s, want 1", n, line, version)
+		all := regexp.MustCompile(regexp.QuoteMeta(line)+`.* version=(\w+)`).FindAllStringSubmatch(logs.String()[served:], -1)
+		if len(all) != 1 || all[0][1] != version {
+			t.Errorf("after the edit, lines %s: %q; want one, for version %s\n%s", line, all, version, logs.String()[served:])
 		}
 	}
 	if code := post(); code != http.StatusOK {
@@ -303,14 +316,20 @@ func TestDevStopsOnSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := out.waitFor(ctx, regexp.MustCompile(`Ctrl-C stops everything`)); err != nil {
+			running, ended := context.WithCancel(ctx)
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait(); ended() }()
+			if _, err := out.waitFor(running, regexp.MustCompile(`Ctrl-C stops everything`)); err != nil {
 				t.Fatalf("%v\n%s\n%s", err, out.String(), logs.String())
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Wait(); err != nil {
+			if err := <-waited; err != nil {
 				t.Fatalf("after %s: %v, want exit 0\n%s", sig, err, logs.String())
+			}
+			if !strings.Contains(logs.String(), "stopped: every part shut down cleanly") {
+				t.Errorf("no word of a clean stop:\n%s", logs.String())
 			}
 		})
 	}
