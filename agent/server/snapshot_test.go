@@ -262,3 +262,28 @@ func fullAnnouncement(snap *Snapshot) *agentv1.ConfigAvailable {
 	ca, _ := snap.announcement(nil)
 	return ca
 }
+
+// TestLoadDirVersionIsPinned: `gatehouse controller --snapshot-dir` names a
+// directory's files by folder (secrets/, policy/ and policies/ at the top)
+// and every replica must announce the same version for the same tree.
+func TestLoadDirVersionIsPinned(t *testing.T) {
+	dir := t.TempDir()
+	for p, c := range map[string]string{
+		"gatehouse.json": "{}\n", "secrets/s/k": "pw", "policy/p.rego": "package p\n", "policies/q.rego": "package q\n",
+		"applications/00.json": "", "x/secrets/y": "not a secret",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "9364f6b95935cd9d85a39c4af4cbdd76172416f124c3fb5a0a1c75f4d33a7e92"; s.Version() != want {
+		t.Errorf("version %s, want %s", s.Version(), want)
+	}
+}
