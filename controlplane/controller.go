@@ -11,9 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/agent/server"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Default debounce: a burst of changes (a kubectl apply of many objects, a
@@ -24,9 +22,11 @@ const (
 	DefaultMaxDelay = time.Second
 )
 
-// Publisher receives every new snapshot version (agent/server.Server).
+// Publisher delivers every new snapshot version. agent/server's Server is
+// the one in production; the control plane knows only this, so the builder
+// links no gRPC and no agent authentication.
 type Publisher interface {
-	Publish(*server.Snapshot) error
+	Publish(*snapshot.Snapshot) error
 }
 
 // Reporter tells people about configuration problems: the Kubernetes source
@@ -64,7 +64,7 @@ type Controller struct {
 	reported map[Problem]bool
 
 	mu      sync.Mutex
-	current *server.Snapshot
+	current *snapshot.Snapshot
 	ready   chan struct{}
 }
 
@@ -106,7 +106,7 @@ func (c *Controller) Ready(*http.Request) error {
 }
 
 // Current returns the published snapshot, nil before the first.
-func (c *Controller) Current() *server.Snapshot {
+func (c *Controller) Current() *snapshot.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current
@@ -167,10 +167,10 @@ func (c *Controller) Rebuild(ctx context.Context) {
 	var out *Output
 	var err error
 	c.o.Store.Read(func(st *State) { out, err = c.o.Builder.Build(ctx, st) })
-	var snap *server.Snapshot
+	var snap *snapshot.Snapshot
 	if err == nil {
 		c.report(ctx, out.Problems)
-		snap, err = ServerSnapshot(out.Files)
+		snap, err = snapshot.New(out.Files)
 	}
 	c.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -227,25 +227,4 @@ func (c *Controller) report(ctx context.Context, problems []Problem) {
 	if len(fresh) > 0 && c.o.Reporter != nil {
 		c.o.Reporter.Report(ctx, fresh)
 	}
-}
-
-// ServerSnapshot hands the files to the agent server's snapshot type,
-// whose version is what agents are told.
-func ServerSnapshot(files []snapshot.File) (*server.Snapshot, error) {
-	out := make([]server.File, len(files))
-	for i, f := range files {
-		kind := agentv1.FileKind_FILE_KIND_CONFIG
-		switch f.Kind {
-		case snapshot.KindSecret:
-			kind = agentv1.FileKind_FILE_KIND_SECRET
-		case snapshot.KindPolicy:
-			kind = agentv1.FileKind_FILE_KIND_POLICY
-		}
-		out[i] = server.File{Meta: &agentv1.FileMeta{Path: f.Path, Kind: kind}, Content: f.Data}
-	}
-	snap, err := server.NewSnapshot(out)
-	if err != nil {
-		return nil, fmt.Errorf("build snapshot: %w", err)
-	}
-	return snap, nil
 }

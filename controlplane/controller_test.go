@@ -6,17 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 type recordingPublisher struct {
 	mu       sync.Mutex
 	versions []string
-	got      chan *server.Snapshot
+	got      chan *snapshot.Snapshot
 }
 
-func (p *recordingPublisher) Publish(s *server.Snapshot) error {
+func (p *recordingPublisher) Publish(s *snapshot.Snapshot) error {
 	p.mu.Lock()
 	p.versions = append(p.versions, s.Version())
 	p.mu.Unlock()
@@ -31,7 +30,7 @@ func (r *recordingReporter) Report(_ context.Context, ps []Problem) { r.got <- p
 func startController(t *testing.T, synced func() bool) (*Store, *recordingPublisher, *recordingReporter) {
 	t.Helper()
 	store := NewStore()
-	pub := &recordingPublisher{got: make(chan *server.Snapshot, 100)}
+	pub := &recordingPublisher{got: make(chan *snapshot.Snapshot, 100)}
 	rep := &recordingReporter{got: make(chan []Problem, 100)}
 	c, err := NewController(ControllerOptions{Store: store, Builder: newTestBuilder(), Publisher: pub, Reporter: rep, Synced: synced,
 		Quiet: 50 * time.Millisecond, MaxDelay: 300 * time.Millisecond})
@@ -50,7 +49,7 @@ func startController(t *testing.T, synced func() bool) (*Store, *recordingPublis
 	return store, pub, rep
 }
 
-func expectPublish(t *testing.T, pub *recordingPublisher, within time.Duration) *server.Snapshot {
+func expectPublish(t *testing.T, pub *recordingPublisher, within time.Duration) *snapshot.Snapshot {
 	t.Helper()
 	select {
 	case s := <-pub.got:

@@ -27,12 +27,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
@@ -40,11 +39,11 @@ import (
 const ns = "argocd"
 
 // publisher records what the control plane publishes.
-type publisher struct{ got chan *server.Snapshot }
+type publisher struct{ got chan *snapshot.Snapshot }
 
-func (p *publisher) Publish(s *server.Snapshot) error { p.got <- s; return nil }
+func (p *publisher) Publish(s *snapshot.Snapshot) error { p.got <- s; return nil }
 
-func (p *publisher) next(t *testing.T, within time.Duration) *server.Snapshot {
+func (p *publisher) next(t *testing.T, within time.Duration) *snapshot.Snapshot {
 	t.Helper()
 	select {
 	case s := <-p.got:
@@ -82,10 +81,10 @@ func (e *env) run(args ...string) string {
 	return out.String()
 }
 
-func files(s *server.Snapshot) map[string][]byte {
+func files(s *snapshot.Snapshot) map[string][]byte {
 	m := map[string][]byte{}
-	for _, f := range s.Files() {
-		m[f.Meta.Path] = f.Content
+	for i, f := range s.Files() {
+		m[f.Path] = s.Data(i)
 	}
 	return m
 }
@@ -146,7 +145,7 @@ func TestKubernetesSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pub := &publisher{got: make(chan *server.Snapshot, 10)}
+	pub := &publisher{got: make(chan *snapshot.Snapshot, 10)}
 	reg := prometheus.NewRegistry()
 	c, err := controlplane.NewController(controlplane.ControllerOptions{
 		Store: store, Builder: controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: ns}),
@@ -288,7 +287,7 @@ func TestKubernetesSource(t *testing.T) {
 	})
 }
 
-func checkContent(t *testing.T, s *server.Snapshot) {
+func checkContent(t *testing.T, s *snapshot.Snapshot) {
 	m := files(s)
 	c, err := snapshot.Decode(func(p string) ([]byte, bool) { b, ok := m[p]; return b, ok })
 	if err != nil {
