@@ -225,3 +225,26 @@ func FuzzManifestValidate(f *testing.F) {
 		}
 	})
 }
+
+// TestManifestOnDiskIsUnchanged: an agent upgraded in place finds the
+// manifest.json its previous release wrote and must read it as before (to
+// link unchanged files and to take deltas against it), and a version it
+// writes must read the same to a proxy of the previous release. This is
+// the byte form every release so far has written.
+func TestManifestOnDiskIsUnchanged(t *testing.T) {
+	const onDisk = `{"schemaVersion":1,"version":"v1","files":[` +
+		`{"path":"gatehouse.json","sha256":"ca978112ca1bbdcafac231b39a23dc4da786eff8147d4e72b9807785afee48bb","size":1,"mode":420,"kind":"config"},` +
+		`{"path":"secrets/s/k","sha256":"3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d","size":1,"mode":384,"kind":"secret"}]}` + "\n"
+	m := &Manifest{SchemaVersion: SchemaVersion, Version: "v1", Files: []snapshot.FileMeta{
+		{Path: "gatehouse.json", SHA256: "ca978112ca1bbdcafac231b39a23dc4da786eff8147d4e72b9807785afee48bb", Size: 1, Mode: 0o644, Kind: snapshot.KindConfig},
+		{Path: "secrets/s/k", SHA256: "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d", Size: 1, Mode: 0o600, Kind: snapshot.KindSecret},
+	}}
+	b, err := encodeManifest(m)
+	if err != nil || string(b) != onDisk {
+		t.Fatalf("written as %s (%v), want %s", b, err, onDisk)
+	}
+	got, err := parseManifest([]byte(onDisk))
+	if err != nil || !got.equal(m) {
+		t.Fatalf("read as %+v (%v), want %+v", got, err, m)
+	}
+}
