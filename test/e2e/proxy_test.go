@@ -2,25 +2,17 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
@@ -113,7 +105,6 @@ data:
 // agent acknowledges a version only once the proxy serves it.
 func TestProxyInCluster(t *testing.T) {
 	c := shared
-	ctx := context.Background()
 	seen := make(chan *http.Request, 64)
 	backend := func(name string) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -134,36 +125,8 @@ func TestProxyInCluster(t *testing.T) {
 	}
 
 	// The proxy Pod's identity, as the kubelet would project it.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy", Namespace: "gatehouse-system"}}
-	if err := c.client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy-e2e", Namespace: "gatehouse-system"},
-		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "proxy", Image: "gatehouse"}}},
-	}
-	if err := c.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences: []string{"gatehouse"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := c.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("TokenRequest: %v", err)
-	}
-	var tlsSecret corev1.Secret
-	if err := c.client.Get(ctx, types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-webhook-tls"}, &tlsSecret); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile, caFile, root := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt"), filepath.Join(dir, "volume")
-	writeFile(t, tokenFile, tr.Status.Token)
-	writeFile(t, caFile, string(tlsSecret.Data["ca.crt"]))
-	if err := os.Mkdir(root, 0o755); err != nil { // the Pod's emptyDir
-		t.Fatal(err)
-	}
+	p := newProxyPod(t, "gatehouse-proxy-e2e")
+	pod, root, dir := p.pod, p.root, t.TempDir()
 
 	ports := freePorts(t, 4)
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
@@ -177,9 +140,7 @@ func TestProxyInCluster(t *testing.T) {
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
 	startProcess(t, proxy, "proxy", &proxyLogs)
-	agent := exec.Command(c.bin, "agent", "--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
-		"--confirm-url", "http://"+adminAddr+"/state", "--admin-bind-address", agentAdmin,
-		"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID), "--log-format", "text")
+	agent := exec.Command(c.bin, p.agentArgs("--confirm-url", "http://"+adminAddr+"/state", "--admin-bind-address", agentAdmin)...)
 	agent.Stdout, agent.Stderr = &agentLogs, &agentLogs
 	startProcess(t, agent, "agent", &agentLogs)
 	defer func() {
@@ -246,7 +207,7 @@ func TestProxyInCluster(t *testing.T) {
 	// once the proxy runs again it serves it, and then the ack arrives.
 	var before string
 	waitFor(t, 20*time.Second, "the agent acknowledges the policy without the grant", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		before = current
 		return a.LastStatus == "APPLIED" && a.LastVersion == current
 	})
@@ -264,12 +225,12 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	var version string
 	waitFor(t, 20*time.Second, "the agent writes the new version", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		version = current
 		return current != before && a.LastStatus == "WRITTEN" && a.LastVersion == current
 	})
 	for range 5 {
-		if a, _ := agentStatus(t, c.adminURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
+		if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
 			t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -279,7 +240,7 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	stopped = false
 	waitFor(t, 20*time.Second, "the agent acknowledges the version", func() bool {
-		a, _ := agentStatus(t, c.adminURL, string(pod.UID))
+		a, _ := agentStatus(t, c.debugURL, string(pod.UID))
 		return a.LastStatus == "APPLIED" && a.LastVersion == version
 	})
 	var state struct {
@@ -295,7 +256,7 @@ func TestProxyInCluster(t *testing.T) {
 
 // agentStatus is one agent's entry in the controller's /debug/agents, and
 // the controller's current version.
-func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
+func agentStatus(t *testing.T, debugURL, podUID string) (status struct {
 	LastStatus  string `json:"lastStatus"`
 	LastVersion string `json:"lastVersion"`
 }, current string) {
@@ -310,7 +271,7 @@ func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
 			LastVersion string `json:"lastVersion"`
 		} `json:"agents"`
 	}
-	if err := json.Unmarshal([]byte(get(t, adminURL+"/debug/agents")), &doc); err != nil {
+	if err := json.Unmarshal([]byte(get(t, debugURL+"/debug/agents")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range doc.Agents {
