@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
-// Default debounce: a burst of changes (a kubectl apply of many objects, a
-// cache resync) becomes one version; a steady stream still ships every
-// second.
+// Default debounce (see debounce): a burst of changes becomes one version;
+// a steady stream still ships every second.
 const (
 	DefaultQuiet    = 100 * time.Millisecond
 	DefaultMaxDelay = time.Second
@@ -53,6 +53,9 @@ type ControllerOptions struct {
 	Registerer prometheus.Registerer
 	// Quiet and MaxDelay debounce changes (DefaultQuiet, DefaultMaxDelay).
 	Quiet, MaxDelay time.Duration
+	// Clock times the debounce; the real clock when nil (tests step a fake
+	// one).
+	Clock clock.Clock
 }
 
 // Controller rebuilds the snapshot when the store changes, debounced, and
@@ -66,6 +69,11 @@ type Controller struct {
 	mu      sync.Mutex
 	current *snapshot.Snapshot
 	ready   chan struct{}
+
+	// armed, when set (by tests), is called whenever the controller starts
+	// waiting on its clock: after it has seen a change, and before each
+	// check of Synced. A test steps a fake clock only then.
+	armed func()
 }
 
 // NewController checks the options and registers metrics.
@@ -88,7 +96,10 @@ func NewController(o ControllerOptions) (*Controller, error) {
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = DefaultMaxDelay
 	}
-	m, err := newMetrics(o.Registerer)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	m, err := newMetrics(o.Registerer, o.Store)
 	if err != nil {
 		return nil, fmt.Errorf("register control plane metrics: %w", err)
 	}
@@ -125,8 +136,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// waitForChange returns once a change has settled (Quiet without another,
-// or MaxDelay since the first) and the sources are synced.
+// waitForChange returns once a change has settled (see debounce) and the
+// sources are synced.
 func (c *Controller) waitForChange(ctx context.Context) error {
 	changed := c.o.Store.Changed()
 	select {
@@ -134,30 +145,38 @@ func (c *Controller) waitForChange(ctx context.Context) error {
 		return ctx.Err()
 	case <-changed:
 	}
-	deadline := time.NewTimer(c.o.MaxDelay)
-	defer deadline.Stop()
-	quiet := time.NewTimer(c.o.Quiet)
-	defer quiet.Stop()
+	d := debounce{quiet: c.o.Quiet, maxDelay: c.o.MaxDelay}
+	d.change(c.o.Clock.Now())
 	for settled := false; !settled; {
+		timer := c.o.Clock.NewTimer(d.due().Sub(c.o.Clock.Now()))
+		c.arming()
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return ctx.Err()
 		case <-changed:
-			quiet.Reset(c.o.Quiet)
-		case <-quiet.C:
-			settled = true
-		case <-deadline.C:
+			d.change(c.o.Clock.Now())
+		case <-timer.C():
 			settled = true
 		}
+		timer.Stop()
 	}
 	for !c.o.Synced() {
+		next := c.o.Clock.After(c.o.Quiet)
+		c.arming()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(c.o.Quiet):
+		case <-next:
 		}
 	}
 	return nil
+}
+
+func (c *Controller) arming() {
+	if c.armed != nil {
+		c.armed()
+	}
 }
 
 // Rebuild builds from the store now and publishes a new version if the
