@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // TestDirSourceToAgent runs the whole configuration path with no cluster:
 // `gatehouse controller --source dir:PATH` builds the snapshot from YAML, a
 // real `gatehouse agent` downloads it over gRPC/TLS onto a volume, and the
-// proxy's loader (sidecar + sidecar/snapshot) reads it back. Edits to the
+// proxy's loader (sidecar + snapshot) reads it back. Edits to the
 // YAML reach the volume; a broken extension config does not.
 func TestDirSourceToAgent(t *testing.T) {
 	c := shared
