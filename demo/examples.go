@@ -12,7 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 	"github.com/gatehouse-dev/gatehouse/kubeyaml"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // World is what gatehouse dev serves around the parts for an examples
