@@ -246,7 +246,7 @@ func TestProxyInCluster(t *testing.T) {
 	// once the proxy runs again it serves it, and then the ack arrives.
 	var before string
 	waitFor(t, 20*time.Second, "the agent acknowledges the policy without the grant", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		before = current
 		return a.LastStatus == "APPLIED" && a.LastVersion == current
 	})
@@ -264,12 +264,12 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	var version string
 	waitFor(t, 20*time.Second, "the agent writes the new version", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		version = current
 		return current != before && a.LastStatus == "WRITTEN" && a.LastVersion == current
 	})
 	for range 5 {
-		if a, _ := agentStatus(t, c.adminURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
+		if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
 			t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -279,7 +279,7 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	stopped = false
 	waitFor(t, 20*time.Second, "the agent acknowledges the version", func() bool {
-		a, _ := agentStatus(t, c.adminURL, string(pod.UID))
+		a, _ := agentStatus(t, c.debugURL, string(pod.UID))
 		return a.LastStatus == "APPLIED" && a.LastVersion == version
 	})
 	var state struct {
@@ -295,7 +295,7 @@ func TestProxyInCluster(t *testing.T) {
 
 // agentStatus is one agent's entry in the controller's /debug/agents, and
 // the controller's current version.
-func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
+func agentStatus(t *testing.T, debugURL, podUID string) (status struct {
 	LastStatus  string `json:"lastStatus"`
 	LastVersion string `json:"lastVersion"`
 }, current string) {
@@ -310,7 +310,7 @@ func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
 			LastVersion string `json:"lastVersion"`
 		} `json:"agents"`
 	}
-	if err := json.Unmarshal([]byte(get(t, adminURL+"/debug/agents")), &doc); err != nil {
+	if err := json.Unmarshal([]byte(get(t, debugURL+"/debug/agents")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range doc.Agents {
