@@ -2,11 +2,13 @@ package kube
 
 import (
 	"maps"
+	"net/http"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
@@ -66,5 +68,23 @@ func TestBundleCacheOptionsWidenOnlyConfigMaps(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%T is watched in %v, want %v", obj, got, want)
 		}
+	}
+}
+
+// TestAddCacheOptionsLeavesTheDefaultClient: for a configuration without
+// TLS or credentials client-go hands out http.DefaultClient; the trimming
+// transport goes on a copy, or every other user of the process's default
+// client would go through it (and, with no transport of its own, panic).
+func TestAddCacheOptionsLeavesTheDefaultClient(t *testing.T) {
+	before := http.DefaultClient.Transport
+	o := webhook.CacheOptions("argocd")
+	if err := AddCacheOptions(&o, &rest.Config{Host: "http://127.0.0.1:1"}, "argocd"); err != nil {
+		t.Fatal(err)
+	}
+	if http.DefaultClient.Transport != before {
+		t.Fatal("AddCacheOptions changed http.DefaultClient's transport")
+	}
+	if o.HTTPClient == nil || o.HTTPClient == http.DefaultClient {
+		t.Fatal("the cache has no HTTP client of its own")
 	}
 }
