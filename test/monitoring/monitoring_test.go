@@ -296,3 +296,23 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationsListsEveryMetric: docs/operations.md describes every
+// metric Gatehouse exports, and no metric it does not.
+func TestOperationsListsEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile(operations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := exported(t)
+	for name := range fams {
+		if strings.HasPrefix(name, "gatehouse_") && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("%s is exported and not described in %s", name, operations)
+		}
+	}
+	for _, m := range regexp.MustCompile("`(gatehouse_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		if _, ok := lookup(fams, m[1]); !ok {
+			t.Errorf("%s describes %s, which no component exports", operations, m[1])
+		}
+	}
+}
