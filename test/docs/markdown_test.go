@@ -14,7 +14,8 @@ type block struct {
 	line  int
 }
 
-// blocks returns the fenced code blocks of a Markdown file.
+// blocks returns the fenced code blocks of a Markdown file, those inside
+// list items too (their indentation taken off).
 func blocks(t *testing.T, path string) []block {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -24,10 +25,12 @@ func blocks(t *testing.T, path string) []block {
 	var out []block
 	var cur *block
 	var body strings.Builder
+	indent := ""
 	for i, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "```") {
+		trimmed := strings.TrimLeft(line, " ")
+		if !strings.HasPrefix(trimmed, "```") {
 			if cur != nil {
-				body.WriteString(line)
+				body.WriteString(strings.TrimPrefix(line, indent))
 				body.WriteByte('\n')
 			}
 			continue
@@ -38,7 +41,8 @@ func blocks(t *testing.T, path string) []block {
 			cur = nil
 			continue
 		}
-		words := strings.Fields(strings.TrimPrefix(line, "```"))
+		indent = line[:len(line)-len(trimmed)]
+		words := strings.Fields(strings.TrimPrefix(trimmed, "```"))
 		b := block{attrs: map[string]string{}, line: i + 1}
 		if len(words) > 0 {
 			b.lang = words[0]

@@ -194,8 +194,8 @@ func documentedMessages(t *testing.T, path string, inSection func(heading string
 }
 
 // TestDocumentedMessagesExist: every message docs/operations.md's
-// troubleshooting tables and the README's deny table quote is one the
-// code writes, so a reworded message cannot leave the documentation
+// troubleshooting tables, the README's deny table and docs/migration.md's
+// table of the casbin importer's report quote is one the code writes, so a reworded message cannot leave the documentation
 // behind. The words between values must all be the code's.
 func TestDocumentedMessagesExist(t *testing.T) {
 	c := loadCorpus(t)
@@ -207,6 +207,9 @@ func TestDocumentedMessagesExist(t *testing.T) {
 		return false
 	})
 	for m, where := range documentedMessages(t, "../../README.md", func(h string) bool { return h == "Every deny message" }) {
+		messages[m] = where
+	}
+	for m, where := range documentedMessages(t, "../../docs/migration.md", func(h string) bool { return h == "What the report says" }) {
 		messages[m] = where
 	}
 	checked := 0
@@ -225,5 +228,47 @@ func TestDocumentedMessagesExist(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("checked %d message fragments; the tables moved?", checked)
+	}
+}
+
+// kubectlPrefix is what kubectl puts before a webhook's message.
+var kubectlPrefix = regexp.MustCompile(`^Error from server \(\w+\): error when \w+ "[^"]*": admission webhook "[^"]*" denied the request: `)
+
+// quotedValue is a value in a line of output a page shows: a quoted
+// string, a <placeholder>, …, a number.
+var quotedValue = regexp.MustCompile(`"[^"]*"|<[^<>]*>|…|\b[0-9]+\b`)
+
+// TestQuotedOutputExists: every line of the output blocks the pages mark
+// `check=messages` (what the controller prints when its RBAC is older than
+// the binary, what kubectl shows when the webhook refuses) is one the code
+// writes, values aside.
+func TestQuotedOutputExists(t *testing.T) {
+	c := loadCorpus(t)
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, page := range append(pages, "../../README.md") {
+		for _, b := range blocks(t, page) {
+			if b.attrs["check"] != "messages" {
+				continue
+			}
+			for i, line := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
+				line = kubectlPrefix.ReplaceAllString(line, "")
+				for _, fragment := range quotedValue.Split(line, -1) {
+					if len(strings.TrimSpace(fragment)) < 12 {
+						continue
+					}
+					checked++
+					if !c.has(fragment) {
+						t.Errorf("%s:%d: %q is in no message of the code (from %q)", page, b.line+1+i, fragment, line)
+					}
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d fragments of output; the blocks marked check=messages moved?", checked)
 	}
 }
