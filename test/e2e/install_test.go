@@ -304,3 +304,35 @@ func TestControllerNamesMissingPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallGuideCheck runs the admission check of docs/install.md
+// ("Verifying it works") through the real kubectl against the webhook, and
+// holds the output the page shows to what kubectl prints.
+func TestInstallGuideCheck(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(raw)
+	const cmd = "kubectl apply --dry-run=server -f - <<'EOF'\n"
+	i := strings.Index(page, cmd)
+	if i < 0 {
+		t.Fatal("docs/install.md no longer shows the dry run of an Application")
+	}
+	manifest, rest, ok := strings.Cut(page[i+len(cmd):], "\n   EOF\n")
+	if !ok {
+		t.Fatal("docs/install.md: the dry run's here-document has no end")
+	}
+	_, rest, _ = strings.Cut(rest, "```text check=messages\n")
+	shown, _, _ := strings.Cut(rest, "\n   ```")
+	shown = strings.TrimSpace(shown)
+	manifest = strings.ReplaceAll(manifest, "\n   ", "\n")
+	manifest = strings.TrimPrefix(manifest, "   ")
+	r := shared.run(shared.adminCfg, manifest, "apply", "--dry-run=server", "-f", "-")
+	if r.err == nil {
+		t.Fatalf("the dry run succeeded; the page says the webhook refuses it:\n%s", r.stdout)
+	}
+	if got := strings.TrimSpace(r.stderr); got != shown {
+		t.Errorf("kubectl prints\n%s\ndocs/install.md shows\n%s", got, shown)
+	}
+}
