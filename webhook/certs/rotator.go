@@ -45,7 +45,7 @@ type Options struct {
 	// never the CA's key (it is mounted into the extension proxy).
 	ProxySecretName string
 	ProxyDNSNames   []string
-	Logger            *slog.Logger
+	Logger          *slog.Logger
 	// Defaults: CA 5 years, leaf 1 year, check every 10 minutes.
 	CAValidity    time.Duration
 	LeafValidity  time.Duration
