@@ -56,6 +56,8 @@ type controllerOptions struct {
 	WebhookConfigName  string
 	WebhookService     string
 	WebhookExtraHosts  []string
+	ProxySecret        string
+	ProxyService       string
 	MetricsBindAddress string
 	ProbeBindAddress   string
 	Profiling          bool
@@ -84,6 +86,8 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", "gatehouse", "ValidatingWebhookConfiguration whose caBundle the self-managed CA is injected into")
 	fs.StringVar(&o.WebhookService, "webhook-service", "gatehouse-controller", "Service fronting the webhook; its DNS names go into the self-managed certificate")
 	fs.StringSliceVar(&o.WebhookExtraHosts, "webhook-cert-extra-hosts", nil, "extra DNS names or IP addresses for the self-managed certificate")
+	fs.StringVar(&o.ProxySecret, "proxy-secret", "gatehouse-proxy-tls", `Secret in --namespace the self-managed CA issues the extension proxy's serving certificate into (tls.crt, tls.key, ca.crt; never the CA's key); "" issues none`)
+	fs.StringVar(&o.ProxyService, "proxy-service", "gatehouse-proxy", "Service fronting the extension proxy in --namespace; its DNS names go into the proxy's certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
@@ -139,6 +143,9 @@ func (o *controllerOptions) Validate() []error {
 	case "self":
 		if o.Namespace == "" {
 			errs = append(errs, errors.New("--cert-management=self needs --namespace (or $POD_NAMESPACE) to find its Secret"))
+		}
+		if o.ProxySecret != "" && o.ProxyService == "" {
+			errs = append(errs, errors.New(`--proxy-service must name the proxy's Service, whose DNS names go into the certificate in --proxy-secret (or --proxy-secret="" issues none)`))
 		}
 	case "external":
 	default:
@@ -355,6 +362,8 @@ func startRotator(ctx context.Context, o *controllerOptions, cfg *rest.Config, s
 		DNSNames:          dns,
 		IPAddresses:       ips,
 		CertDir:           o.WebhookCertDir,
+		ProxySecretName:   o.ProxySecret,
+		ProxyDNSNames:     serviceNames(o.ProxyService, o.Namespace),
 		Logger:            logger,
 	})
 	if err != nil {
@@ -364,6 +373,14 @@ func startRotator(ctx context.Context, o *controllerOptions, cfg *rest.Config, s
 		return nil, fmt.Errorf("issue webhook serving certificate: %w", err)
 	}
 	return rot, nil
+}
+
+// serviceNames are the names a Pod may dial a Service by: short, with the
+// namespace, and fully qualified (an ingress controller or a proxy_pass
+// uses any of them).
+func serviceNames(service, namespace string) []string {
+	svc := service + "." + namespace + ".svc"
+	return []string{service, service + "." + namespace, svc, svc + ".cluster.local"}
 }
 
 func serverTLS(c *tls.Config) {

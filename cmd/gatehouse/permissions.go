@@ -77,6 +77,10 @@ func requiredPermissions(o *controllerOptions) []permission {
 			permission{Verbs: []string{"get", "update"}, Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: o.WebhookConfigName,
 				Why: "--cert-management=self injects its CA into the webhook configuration's caBundle"},
 		)
+		if o.ProxySecret != "" {
+			ps = append(ps, permission{Verbs: []string{"get", "update"}, Resource: "secrets", Namespace: ns, Name: o.ProxySecret,
+				Why: "--cert-management=self issues the extension proxy's serving certificate into this Secret (--proxy-secret)"})
+		}
 	}
 	if !o.Agents.enabled() {
 		return ps

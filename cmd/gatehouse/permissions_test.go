@@ -322,3 +322,34 @@ func TestRequiredPermissionsCoverTheCache(t *testing.T) {
 		})
 	}
 }
+
+// TestProxySecretPermission: the controller checks get and update on the
+// one Secret --proxy-secret names, only when it issues certificates itself,
+// and not at all with --proxy-secret="".
+func TestProxySecretPermission(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // the Secret name checked, "" for none
+	}{
+		{"default", nil, "gatehouse-proxy-tls"},
+		{"another name", []string{"--proxy-secret=proxy-serving"}, "proxy-serving"},
+		{"disabled", []string{"--proxy-secret="}, ""},
+		{"cert-manager", []string{"--cert-management=external"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, p := range requiredPermissions(optionsFor(t, tt.args)) {
+				if p.Resource == "secrets" && p.Name != "" && p.Name != "gatehouse-webhook-tls" {
+					if !slices.Equal(p.Verbs, []string{"get", "update"}) || p.Namespace != "gatehouse-system" {
+						t.Errorf("checks %s, want get, update in gatehouse-system", p)
+					}
+					got = append(got, p.Name)
+				}
+			}
+			if want := []string{tt.want}; (tt.want == "" && len(got) != 0) || (tt.want != "" && !slices.Equal(got, want)) {
+				t.Errorf("checks the Secrets %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -138,7 +138,8 @@ func TestInstallDryRun(t *testing.T) {
 		{path: "../../manifests/base"},
 		{path: "../../manifests/overlays/cert-manager", foreign: []string{
 			"Issuer gatehouse-system/gatehouse-selfsigned", "Certificate gatehouse-system/gatehouse-ca",
-			"Issuer gatehouse-system/gatehouse-ca", "Certificate gatehouse-system/gatehouse-webhook"}},
+			"Issuer gatehouse-system/gatehouse-ca", "Certificate gatehouse-system/gatehouse-webhook",
+			"Certificate gatehouse-system/gatehouse-proxy"}},
 		{path: "../../manifests/monitoring", foreign: []string{
 			"ServiceMonitor gatehouse-system/gatehouse-controller", "ServiceMonitor gatehouse-system/gatehouse-proxy",
 			"PrometheusRule gatehouse-system/gatehouse"}},
@@ -186,29 +187,48 @@ func TestInstallDryRun(t *testing.T) {
 	}
 }
 
+// certificate is the part of a cert-manager Certificate the tests read.
+type certificate struct {
+	Spec struct {
+		SecretName string   `json:"secretName"`
+		DNSNames   []string `json:"dnsNames"`
+		IssuerRef  struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"issuerRef"`
+	} `json:"spec"`
+}
+
 // TestCertManagerOverlay: cert-manager issues the one Secret both the
 // webhook and the agents' endpoint serve from, for the names the agents
-// dial, and the controller only reads it.
+// dial, and the controller only reads it; and, from the same CA, the
+// proxy's serving certificate in the Secret the proxy mounts, for every
+// name of Service gatehouse-proxy.
 func TestCertManagerOverlay(t *testing.T) {
 	objs := render(t, "../../manifests/overlays/cert-manager")
-	var cert struct {
-		Spec struct {
-			SecretName string   `json:"secretName"`
-			DNSNames   []string `json:"dnsNames"`
-		} `json:"spec"`
-	}
+	certs := map[string]certificate{}
 	for _, o := range objs {
-		if o.Kind == "Certificate" && o.Metadata.Name == "gatehouse-webhook" {
-			if err := yaml.Unmarshal(o.raw, &cert); err != nil {
+		if o.Kind == "Certificate" {
+			var c certificate
+			if err := yaml.Unmarshal(o.raw, &c); err != nil {
 				t.Fatal(err)
 			}
+			certs[o.Metadata.Name] = c
 		}
-		if o.Kind == "Secret" && o.Metadata.Name == "gatehouse-webhook-tls" {
-			t.Error("the overlay ships the placeholder Secret, which would overwrite what cert-manager issues")
+		if o.Kind == "Secret" && (o.Metadata.Name == "gatehouse-webhook-tls" || o.Metadata.Name == "gatehouse-proxy-tls") {
+			t.Errorf("the overlay ships the placeholder Secret %s, which would overwrite what cert-manager issues", o.Metadata.Name)
 		}
 	}
+	cert := certs["gatehouse-webhook"]
 	if cert.Spec.SecretName != "gatehouse-webhook-tls" || !slices.Contains(cert.Spec.DNSNames, "gatehouse-controller.gatehouse-system.svc") {
 		t.Errorf("Certificate gatehouse-webhook: secret %q, names %q", cert.Spec.SecretName, cert.Spec.DNSNames)
+	}
+	proxyCert := certs["gatehouse-proxy"]
+	wantNames := []string{"gatehouse-proxy", "gatehouse-proxy.gatehouse-system", "gatehouse-proxy.gatehouse-system.svc", "gatehouse-proxy.gatehouse-system.svc.cluster.local"}
+	if proxyCert.Spec.SecretName != "gatehouse-proxy-tls" || !slices.Equal(proxyCert.Spec.DNSNames, wantNames) ||
+		proxyCert.Spec.IssuerRef != cert.Spec.IssuerRef {
+		t.Errorf("Certificate gatehouse-proxy: secret %q, names %q, issuer %+v; want gatehouse-proxy-tls, %q, and the webhook's issuer %+v",
+			proxyCert.Spec.SecretName, proxyCert.Spec.DNSNames, proxyCert.Spec.IssuerRef, wantNames, cert.Spec.IssuerRef)
 	}
 	controller := find[appsv1.Deployment](t, objs, "Deployment", "gatehouse-controller")
 	if args := controller.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--cert-management=external") {
@@ -220,6 +240,11 @@ func TestCertManagerOverlay(t *testing.T) {
 		}
 	}
 	proxy := find[appsv1.Deployment](t, objs, "Deployment", "gatehouse-proxy")
+	if !slices.ContainsFunc(proxy.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == proxyCert.Spec.SecretName
+	}) {
+		t.Errorf("the proxy does not mount Secret %s, which cert-manager issues its certificate into", proxyCert.Spec.SecretName)
+	}
 	for _, arg := range proxy.Spec.Template.Spec.InitContainers[0].Args {
 		if strings.HasPrefix(arg, "--server=") && arg != "--server=gatehouse-controller.gatehouse-system.svc:8443" {
 			t.Errorf("the agent dials %s, a name the certificate may not hold", arg)

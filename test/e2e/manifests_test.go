@@ -168,19 +168,53 @@ func TestProxyManifests(t *testing.T) {
 			}
 		}
 	}
+	// The serving certificate: tls.crt and tls.key of Secret
+	// gatehouse-proxy-tls, in a volume of their own.
+	tlsVolume := ""
+	for name, v := range volumes {
+		if v.Secret != nil && v.Secret.SecretName == "gatehouse-proxy-tls" {
+			tlsVolume = name
+			var keys []string
+			for _, item := range v.Secret.Items {
+				keys = append(keys, item.Key)
+			}
+			if !slices.Equal(keys, []string{"tls.crt", "tls.key"}) || (v.Secret.Optional != nil && *v.Secret.Optional) {
+				t.Errorf("volume %s projects %q of Secret gatehouse-proxy-tls (optional %v), want tls.crt and tls.key, required", name, keys, v.Secret.Optional)
+			}
+		}
+	}
+	if tlsVolume == "" {
+		t.Error("no volume holds the proxy's serving certificate (Secret gatehouse-proxy-tls)")
+	}
 	containers := podContainers(spec)
 	if len(containers) != 2 {
 		t.Fatalf("%d containers, want the proxy and the agent", len(containers))
 	}
 	for _, c := range containers {
-		mountsToken := false
+		mountsToken, tlsMount := false, ""
 		for _, m := range c.VolumeMounts {
 			if m.Name == tokenVolume {
 				mountsToken = true
 			}
+			if m.Name == tlsVolume {
+				tlsMount = m.MountPath
+				if !m.ReadOnly {
+					t.Errorf("container %s mounts the serving certificate writable", c.Name)
+				}
+			}
 		}
 		if mountsToken != (c.Name == "agent") {
 			t.Errorf("container %s mounts the projected token: %v (only the agent may)", c.Name, mountsToken)
+		}
+		if (tlsMount != "") != (c.Name == "proxy") {
+			t.Errorf("container %s mounts the serving certificate at %q (only the proxy may)", c.Name, tlsMount)
+		}
+		if c.Name == "proxy" {
+			for _, want := range []string{"--tls-cert-file=" + tlsMount + "/tls.crt", "--tls-key-file=" + tlsMount + "/tls.key"} {
+				if !slices.Contains(c.Args, want) {
+					t.Errorf("the proxy runs with %q, want %s: extension requests carry Argo CD's token and must be served over TLS", c.Args, want)
+				}
+			}
 		}
 		if c.Name == "proxy" {
 			if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
@@ -341,9 +375,30 @@ func TestIngressExample(t *testing.T) {
 			t.Errorf("%s goes to %s, want %s", tt.path, got, tt.want)
 		}
 	}
-	// The proxy's Ingress names a port the proxy Service has.
+	// The proxy's Ingress names a port the proxy Service has, which
+	// reaches the proxy's HTTPS port, and speaks HTTPS to it, verifying
+	// the certificate with the proxy Secret's ca.crt.
 	install := render(t, "../../manifests")
 	svc := find[corev1.Service](t, install, "Service", "gatehouse-proxy")
+	for _, ing := range ingresses {
+		if ing.Name != "gatehouse-proxy" {
+			continue
+		}
+		for key, want := range map[string]string{
+			"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS",
+			"nginx.ingress.kubernetes.io/proxy-ssl-secret": "gatehouse-system/gatehouse-proxy-tls",
+			"nginx.ingress.kubernetes.io/proxy-ssl-verify": "on",
+		} {
+			if got := ing.Annotations[key]; got != want {
+				t.Errorf("Ingress gatehouse-proxy: %s is %q, want %q", key, got, want)
+			}
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Port == 80 && (p.Name != "https" || p.TargetPort.String() != "https") {
+			t.Errorf("Service gatehouse-proxy port 80 is %q to %s, want https to the proxy's https port", p.Name, p.TargetPort.String())
+		}
+	}
 	for _, ing := range ingresses {
 		for _, rule := range ing.Spec.Rules {
 			for _, p := range rule.HTTP.Paths {
