@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 	"github.com/gatehouse-dev/gatehouse/proxy"
+	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
@@ -114,6 +115,7 @@ func exported(t *testing.T) map[string]family {
 	if _, err := proxy.New(proxy.Options{Root: t.TempDir(), Logger: quiet, Registerer: px}); err != nil {
 		t.Fatal(err)
 	}
+	px.MustRegister(proxycli.CertificateExpiry(func() float64 { return 0 })) // with --tls-cert-file
 	add("proxy", px)
 	return out
 }
