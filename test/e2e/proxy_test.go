@@ -229,6 +229,9 @@ func TestProxyInCluster(t *testing.T) {
 		version = current
 		return current != before && a.LastStatus == "WRITTEN" && a.LastVersion == current
 	})
+	// The wait is the behaviour under test: the agent, which wrote the
+	// version (a positive signal, above) and polls the proxy every 200 ms,
+	// must not acknowledge it for as long as the proxy stays stopped.
 	for range 5 {
 		if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
 			t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
