@@ -3,6 +3,7 @@ package arch
 import (
 	"bufio"
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -130,12 +131,7 @@ func (g *graph) links(pkg string) []string {
 		}
 	}
 	walk(pkg)
-	out := make([]string, 0, len(seen))
-	for d := range seen {
-		out = append(out, d)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // TestImportTable checks every package of the module against its row of
