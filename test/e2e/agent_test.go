@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os/exec"
@@ -32,7 +31,7 @@ func TestAgentInCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs processLog
 	agent := exec.Command(c.bin, p.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(adminPort))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	if err := agent.Start(); err != nil {

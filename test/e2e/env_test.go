@@ -33,7 +33,7 @@ type cluster struct {
 	tenantCfg  string
 	dir        string
 	controller *exec.Cmd
-	logs       *bytes.Buffer
+	logs       *processLog
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
 	adminURL   string // the controller's metrics port
@@ -74,7 +74,7 @@ func start() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl"), logs: &bytes.Buffer{}}
+	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl"), logs: &processLog{}}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{"testdata/crds", "../../manifests/base/crds"},

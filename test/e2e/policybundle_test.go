@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"os/exec"
@@ -182,7 +181,7 @@ func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs processLog
 	agent := exec.Command(c.bin, pod.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(port))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	startProcess(t, agent, "agent", &logs)

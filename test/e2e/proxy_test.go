@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -135,7 +134,7 @@ func TestProxyInCluster(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", proxyBin, "../../cmd/gatehouse-proxy").CombinedOutput(); err != nil {
 		t.Fatalf("go build gatehouse-proxy: %v\n%s", err, out)
 	}
-	var proxyLogs, agentLogs bytes.Buffer
+	var proxyLogs, agentLogs processLog
 	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
