@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -60,6 +61,7 @@ type controllerOptions struct {
 	Profiling          bool
 	LeaderElect        bool
 	MaxBundleBytes     int64
+	CheckPermissions   bool
 
 	Agents agentServerOptions
 	Log    logflags.Options
@@ -86,6 +88,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
+	fs.BoolVar(&o.CheckPermissions, "check-permissions", true, "at start, ask the API server (SelfSubjectAccessReview) whether the controller may do everything it needs, and exit naming what it may not")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
@@ -153,6 +156,12 @@ func (o *controllerOptions) Validate() []error {
 	return errs
 }
 
+// buildsSnapshots: the control plane builds snapshots from the cluster for
+// the agents (they are served, and not from --snapshot-dir).
+func (o *controllerOptions) buildsSnapshots() bool {
+	return o.Agents.enabled() && o.Agents.SnapshotDir == ""
+}
+
 func newControllerCommand() *cobra.Command {
 	o := &controllerOptions{}
 	cmd := &cobra.Command{
@@ -203,6 +212,13 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err := gatehousev1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// RBAC older than the binary would otherwise show as a cache that never
+	// syncs, with the reason buried in the log.
+	if o.CheckPermissions {
+		if err := checkPermissions(ctx, cfg, o); err != nil {
+			return err
+		}
+	}
 	// The certificate is issued first: the webhook server and the agent
 	// server both load it when they are created.
 	var rot *certs.Rotator
@@ -221,15 +237,10 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if o.Profiling {
 		addProfiling(extra)
 	}
-	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
-	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""
-	if buildSnapshots {
-		if err := kube.AddCacheOptions(&cacheOpts, cfg, o.ControlPlaneNamespace); err != nil {
-			return err
-		}
-		if err := kube.AddBundleCacheOptions(&cacheOpts, o.ControlPlaneNamespace, o.Namespace); err != nil {
-			return err
-		}
+	buildSnapshots := o.buildsSnapshots()
+	cacheOpts, err := cacheOptions(o, cfg, buildSnapshots)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -303,6 +314,20 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		return fmt.Errorf("run controller: %w", err)
 	}
 	return nil
+}
+
+// cacheOptions scope the one watch cache: what the webhook reads, and with
+// buildSnapshots what the control plane reads. requiredPermissions must
+// grant list and watch on each (permissions_test.go checks it).
+func cacheOptions(o *controllerOptions, cfg *rest.Config, buildSnapshots bool) (cache.Options, error) {
+	opts := webhook.CacheOptions(o.ControlPlaneNamespace)
+	if !buildSnapshots {
+		return opts, nil
+	}
+	if err := kube.AddCacheOptions(&opts, cfg, o.ControlPlaneNamespace); err != nil {
+		return opts, err
+	}
+	return opts, kube.AddBundleCacheOptions(&opts, o.ControlPlaneNamespace, o.Namespace)
 }
 
 // startRotator issues the serving certificate before the webhook server

@@ -166,24 +166,29 @@ func (c *cluster) seed() error {
 // ServiceAccount, with a token from the TokenRequest API, as the Pod would
 // have.
 func (c *cluster) controllerKubeconfig() (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-controller", Namespace: "gatehouse-system"}}
+	return c.serviceAccountKubeconfig("gatehouse-system", "gatehouse-controller")
+}
+
+// serviceAccountKubeconfig is a kubeconfig for a ServiceAccount.
+func (c *cluster) serviceAccountKubeconfig(namespace, name string) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	expiry := int64(4 * 3600)
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
 	if err := c.client.SubResource("token").Create(context.Background(), sa, tr); err != nil {
-		return "", fmt.Errorf("token for the controller's ServiceAccount: %w", err)
+		return "", fmt.Errorf("token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	cfg := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "gatehouse",
 		"clusters": []any{map[string]any{"name": "envtest", "cluster": map[string]any{
 			"server": c.env.Config.Host, "certificate-authority-data": c.env.Config.CAData}}},
-		"users":    []any{map[string]any{"name": "gatehouse-controller", "user": map[string]any{"token": tr.Status.Token}}},
-		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": "gatehouse-controller"}}},
+		"users":    []any{map[string]any{"name": name, "user": map[string]any{"token": tr.Status.Token}}},
+		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": name}}},
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(c.dir, "gatehouse-controller.kubeconfig")
+	path := filepath.Join(c.dir, name+".kubeconfig")
 	return path, os.WriteFile(path, raw, 0o600)
 }
 
