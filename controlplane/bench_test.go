@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
 	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
@@ -65,13 +67,36 @@ func benchPolicyData() string {
 	return b.String()
 }
 
-type nopPublisher struct{ versions int }
+// agentServer counts the versions it publishes to a real agent server with
+// no agents: what the controller pays to hand a version over (preparing it
+// for the wire) and nothing of the agents'.
+type agentServer struct {
+	srv      *server.Server
+	versions int
+}
 
-func (p *nopPublisher) Publish(*snapshot.Snapshot) error { p.versions++; return nil }
+func (p *agentServer) Publish(s *snapshot.Snapshot) error {
+	p.versions++
+	return p.srv.Publish(s)
+}
+
+func newAgentServer(b *testing.B) *agentServer {
+	b.Helper()
+	pki, err := testkit.WriteServingFiles(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Authenticator: authn.NewStaticTokens(map[string]string{"t": "a"}), CertFile: pki.CertFile, KeyFile: pki.KeyFile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &agentServer{srv: srv}
+}
 
 // BenchmarkBuild measures what a controller does after the debounce: build
 // the snapshot from the store and hand it to the agent server (whose
-// Publish only queues it per agent).
+// Publish prepares it for the wire once and queues it per agent; here
+// there are none).
 //
 //   - full: a new controller's first build, policy compilation included.
 //   - one-application-change: a warm builder after one Application's
@@ -82,8 +107,8 @@ func BenchmarkBuild(b *testing.B) {
 	ctx := context.Background()
 	store := NewStore()
 	store.Replace(benchState())
-	newController := func(b *testing.B) (*Controller, *nopPublisher) {
-		pub := &nopPublisher{}
+	newController := func(b *testing.B) (*Controller, *agentServer) {
+		pub := newAgentServer(b)
 		c, err := NewController(ControllerOptions{Store: store, Builder: NewBuilder(BuilderOptions{ControlPlaneNamespace: "argocd"}), Publisher: pub})
 		if err != nil {
 			b.Fatal(err)

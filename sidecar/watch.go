@@ -66,6 +66,12 @@ type watchHooks struct {
 	// beforeLoad runs after current is resolved and before the version is read, to
 	// let a test move current on at the worst moment.
 	beforeLoad func(version string)
+	// scanned runs after every scan, so a test can tell that the watcher looked
+	// and decided, rather than hope it did in time.
+	scanned func()
+	// scanNow makes watch scan at once for every channel it receives, and close
+	// that channel after the scan.
+	scanNow <-chan chan struct{}
 }
 
 // watch is Watch with test hooks.
@@ -91,9 +97,15 @@ func watch(ctx context.Context, root string, o WatchOptions, onChange func(*Snap
 			events, errs = fw.Events, fw.Errors
 		}
 	}
+	scan := func() {
+		w.addWatches()
+		w.scan(ctx)
+		if hooks.scanned != nil {
+			hooks.scanned()
+		}
+	}
 	// Watches first, then the first scan: a swap in between is seen by one or the other.
-	w.addWatches()
-	w.scan(ctx)
+	scan()
 
 	rescan := time.NewTicker(o.Rescan)
 	defer rescan.Stop()
@@ -129,11 +141,12 @@ func watch(ctx context.Context, root string, o WatchOptions, onChange func(*Snap
 			arm()
 		case <-debounce.C:
 			armed = false
-			w.addWatches()
-			w.scan(ctx)
+			scan()
 		case <-rescan.C:
-			w.addWatches()
-			w.scan(ctx)
+			scan()
+		case done := <-hooks.scanNow:
+			scan()
+			close(done)
 		}
 	}
 }

@@ -21,13 +21,23 @@ type failure struct {
 type watchHarness struct {
 	snapshots chan *Snapshot
 	failures  chan failure
+	scans     chan struct{}      // one per scan done
+	scanNow   chan chan struct{} // asks for a scan
 }
 
 // startWatch runs watch until the test ends. A one-hour Rescan in a test means the
 // delivery it checks can only have come from fsnotify.
 func startWatch(t *testing.T, root string, o WatchOptions, hooks watchHooks) *watchHarness {
 	t.Helper()
-	h := &watchHarness{snapshots: make(chan *Snapshot, 100), failures: make(chan failure, 100)}
+	h := &watchHarness{snapshots: make(chan *Snapshot, 100), failures: make(chan failure, 100),
+		scans: make(chan struct{}, 1000), scanNow: make(chan chan struct{})}
+	hooks.scanned = func() {
+		select {
+		case h.scans <- struct{}{}:
+		default:
+		}
+	}
+	hooks.scanNow = h.scanNow
 	o.Logger = testLogger(t)
 	o.OnError = func(version string, err error) { h.failures <- failure{version, err} }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,15 +83,46 @@ func (h *watchHarness) nextFailure(t *testing.T) failure {
 	return failure{}
 }
 
-// quiet checks that nothing is reported for d.
-func (h *watchHarness) quiet(t *testing.T, d time.Duration) {
+// nothingNew makes the watcher scan now and checks that the scan reported
+// nothing: whatever triggers a scan, it decides from the volume alone.
+func (h *watchHarness) nothingNew(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	select {
+	case h.scanNow <- done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher took no request to scan within 10s")
+	}
+	<-done
+	h.nothingReported(t)
+}
+
+// rescans waits until the watcher has done n scans from now (one more than
+// asked, since a scan may be under way), then checks that none of them
+// reported anything.
+func (h *watchHarness) rescans(t *testing.T, n int) {
+	t.Helper()
+	for len(h.scans) > 0 {
+		<-h.scans
+	}
+	for range n + 1 {
+		select {
+		case <-h.scans:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the watcher stopped scanning")
+		}
+	}
+	h.nothingReported(t)
+}
+
+func (h *watchHarness) nothingReported(t *testing.T) {
 	t.Helper()
 	select {
 	case s := <-h.snapshots:
 		t.Fatalf("unexpected snapshot %s", s.Version())
 	case f := <-h.failures:
 		t.Fatalf("unexpected OnError(%q, %v)", f.version, f.err)
-	case <-time.After(d):
+	default:
 	}
 }
 
@@ -110,7 +151,7 @@ func TestWatchDeliversInitialThenEachNewVersion(t *testing.T) {
 
 	// Writing v2 again changes nothing on disk and must not be delivered again.
 	mustWrite(t, w, "v2", standardFiles("v2")...)
-	h.quiet(t, 200*time.Millisecond)
+	h.nothingNew(t)
 }
 
 func TestWatchRefusesBrokenVersionAndKeepsGoing(t *testing.T) {
@@ -132,7 +173,7 @@ func TestWatchRefusesBrokenVersionAndKeepsGoing(t *testing.T) {
 	if f.version != "v3" || !errContains(f.err, "secrets/backend/token", "sha256") {
 		t.Fatalf("OnError(%q, %v), want v3 and the damaged file", f.version, f.err)
 	}
-	h.quiet(t, 200*time.Millisecond)
+	h.nothingNew(t) // v3 is not reported again, nor delivered
 
 	mustWrite(t, w, "v4", standardFiles("v4")...)
 	expectSnapshot(t, h.next(t), "v4")
@@ -143,7 +184,7 @@ func TestWatchRescanDeliversWithoutEvents(t *testing.T) {
 	w := newTestWriter(t, root)
 	// fsnotify off: only the periodic rescan can see these writes.
 	h := startWatch(t, root, WatchOptions{Rescan: 20 * time.Millisecond}, watchHooks{noFSNotify: true})
-	h.quiet(t, 100*time.Millisecond) // nothing to deliver yet, and no error for it
+	h.rescans(t, 3) // nothing to deliver yet, and no error for it
 
 	mustWrite(t, w, "v1", standardFiles("v1")...)
 	expectSnapshot(t, h.next(t), "v1")
@@ -161,7 +202,7 @@ func TestWatchReportsAPersistentFailureOnce(t *testing.T) {
 	if f := h.nextFailure(t); f.version != "v1" {
 		t.Fatalf("OnError(%q, %v), want v1", f.version, f.err)
 	}
-	h.quiet(t, 200*time.Millisecond) // about 20 rescans retry v1 without reporting again
+	h.rescans(t, 20) // they retry v1 without reporting it again
 
 	w := newTestWriter(t, root)
 	mustWrite(t, w, "v2", standardFiles("v2")...)
@@ -171,7 +212,7 @@ func TestWatchReportsAPersistentFailureOnce(t *testing.T) {
 func TestWatchRootThatAppearsLater(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "not-yet")
 	h := startWatch(t, root, WatchOptions{Debounce: 5 * time.Millisecond, Rescan: 50 * time.Millisecond}, watchHooks{})
-	h.quiet(t, 100*time.Millisecond)
+	h.rescans(t, 2)
 
 	w := newTestWriter(t, root)
 	mustWrite(t, w, "v1", standardFiles("v1")...)
@@ -297,5 +338,5 @@ func TestWatchFollowsCurrentWhenItsVersionIsRemovedMidLoad(t *testing.T) {
 	if !raced {
 		t.Fatal("the hook never ran; the test proved nothing")
 	}
-	h.quiet(t, 100*time.Millisecond)
+	h.nothingNew(t)
 }

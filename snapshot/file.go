@@ -18,13 +18,41 @@ const (
 	KindPolicy Kind = "policy"
 )
 
+// kinds is the one table of kinds: each with the name a snapshot's version
+// gives it, which is also its name in the agent protocol's FileKind enum
+// (agent/api/v1 converts through this table; the first release hashed the
+// protocol's names, so they stay).
+var kinds = [...]struct {
+	kind Kind
+	name string
+}{
+	{KindConfig, "FILE_KIND_CONFIG"},
+	{KindSecret, "FILE_KIND_SECRET"},
+	{KindPolicy, "FILE_KIND_POLICY"},
+}
+
 // Valid reports whether k is one of the kinds above.
-func (k Kind) Valid() bool {
-	switch k {
-	case KindConfig, KindSecret, KindPolicy:
-		return true
+func (k Kind) Valid() bool { return k.ProtocolName() != "" }
+
+// ProtocolName is k as a snapshot's version and the agent protocol name it
+// ("FILE_KIND_CONFIG"); "" for a kind that is not valid.
+func (k Kind) ProtocolName() string {
+	for _, e := range kinds {
+		if e.kind == k {
+			return e.name
+		}
 	}
-	return false
+	return ""
+}
+
+// KindNamed is the kind whose ProtocolName is name.
+func KindNamed(name string) (Kind, bool) {
+	for _, e := range kinds {
+		if e.name == name {
+			return e.kind, true
+		}
+	}
+	return "", false
 }
 
 // File is one file as a snapshot is built from it: where it goes, what

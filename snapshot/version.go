@@ -36,17 +36,10 @@ func VersionOf(files []FileMeta) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// kindName is a kind as the version's text names it: the agent protocol's
-// FileKind names, which the first release hashed (a test in agent/api/v1
-// fails if they part).
+// kindName is a kind as the version's text names it.
 func kindName(k Kind) string {
-	switch k {
-	case KindConfig:
-		return "FILE_KIND_CONFIG"
-	case KindSecret:
-		return "FILE_KIND_SECRET"
-	case KindPolicy:
-		return "FILE_KIND_POLICY"
+	if n := k.ProtocolName(); n != "" {
+		return n
 	}
 	return "FILE_KIND_UNSPECIFIED" // never hashed: New and the agent refuse unknown kinds
 }

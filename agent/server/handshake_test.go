@@ -39,6 +39,11 @@ func TestHandshakesAreBoundedInTimeAndNumber(t *testing.T) {
 			_ = conn.Close()
 			t.Fatal("a TLS handshake completed while every slot was held by an idle connection")
 		}
+		// A server that is gone refuses the connection at once; this one
+		// must hold it unanswered until the client gives up.
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the waiting handshake ended with %v, want the client's own deadline", err)
+		}
 		// Once an idle connection goes, the next handshake is served.
 		_ = first.Close()
 		conn, err = tls.Dial("tcp", h.addr, cfg)

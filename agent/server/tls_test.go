@@ -3,10 +3,13 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
@@ -24,9 +27,16 @@ func servedCert(t *testing.T, h *harness, roots *x509.CertPool, client *tls.Cert
 		return nil, err
 	}
 	defer conn.Close()
-	// With TLS 1.3 a refused client certificate shows on the first read.
-	_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	if _, err := conn.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+	// With TLS 1.3 a refused client certificate shows only on the first
+	// read. An accepted client is answered: after HTTP/2's client preface
+	// the server sends its SETTINGS frame. So a byte read is the positive
+	// signal of acceptance, and an error the refusal; the deadline only
+	// keeps a server that does neither from hanging the test.
+	_ = conn.SetDeadline(time.Now().Add(waitFor))
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
 		return nil, err
 	}
 	st := conn.ConnectionState()

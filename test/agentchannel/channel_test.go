@@ -70,18 +70,18 @@ func TestOneFileChangeDownloadsOnlyThatFile(t *testing.T) {
 func TestUnauthenticatedAgentIsRefusedAndNotRegistered(t *testing.T) {
 	cp := startControlPlane(t, staticAuth())
 	cp.publish(t, files(1, "x"))
-	sa := startAgent(t, cp.addr, cp.caFile)
-	writeAtomic(t, sa.tokenFile, []byte("not-a-token"))
-	// The first connection may already have succeeded with the good token;
-	// what matters is that the wrong one never registers a new agent.
-	time.Sleep(300 * time.Millisecond)
-	for _, a := range cp.srv.Agents() {
-		if a.ID != "agent-1" {
-			t.Fatalf("unexpected registry entry %+v", a)
-		}
+	sa := startAgent(t, cp.addr, cp.caFile, withToken(t, "not-a-token"))
+	// The agent keeps trying and the server refuses every stream...
+	eventually(t, wait, "three refused attempts", func() bool {
+		return counterValue(sa.reg, "gatehouse_agent_connect_attempts_total") >= 3 &&
+			metricValue(cp.reg, "gatehouse_agentserver_auth_failures_total", map[string]string{"code": "Unauthenticated"}) >= 3
+	})
+	// ...before its handler runs, so none of them left a trace.
+	if agents := cp.srv.Agents(); len(agents) != 0 {
+		t.Fatalf("registry holds %+v after refused streams only", agents)
 	}
-	if got := counterValue(sa.reg, "gatehouse_agent_connect_attempts_total"); got < 1 {
-		t.Fatalf("agent made %v connect attempts", got)
+	if v := sa.volumeVersion(); v != "" {
+		t.Fatalf("the refused agent wrote version %s", v)
 	}
 }
 
@@ -97,10 +97,15 @@ func TestServerKilledMidDownloadKeepsPreviousSnapshot(t *testing.T) {
 	proxy.refuse.Store(false)
 	proxy.cutAfter.Store(proxy.passed.Load() + 1<<20) // die 1 MiB into the download
 	proxy.refuse.Store(true)                          // and stay down for a while
+	attempts := counterValue(sa.reg, "gatehouse_agent_connect_attempts_total")
 	v2 := cp.publish(t, big)
 
+	// A new connect attempt starts only once the cut session, and the
+	// download it ran, have ended: what is on the volume then is final.
 	eventually(t, wait, "connection cut mid-download", func() bool { return proxy.cutAfter.Load() == 0 })
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, wait, "the agent tries to reconnect", func() bool {
+		return counterValue(sa.reg, "gatehouse_agent_connect_attempts_total") > attempts
+	})
 	if got := sa.volumeVersion(); got != v1.Version() {
 		t.Fatalf("after a cut mid-download the volume serves %q, want the previous %q", got, v1.Version())
 	}
@@ -187,7 +192,10 @@ func TestTokenRotationOnDisk(t *testing.T) {
 	// The projected token rotates: the server only accepts the new one, and
 	// the agent must pick it up from disk at its next connect.
 	writeAtomic(t, tokens, []byte("rotated-token agent-1\n"))
-	time.Sleep(1100 * time.Millisecond) // the token file is re-checked at most once a second
+	eventually(t, wait, "the server takes the rotated token", func() bool {
+		id, err := auth.Authenticate(context.Background(), "rotated-token")
+		return err == nil && id.AgentID == "agent-1"
+	})
 	writeAtomic(t, sa.tokenFile, []byte("rotated-token\n"))
 	proxy.cutAll()
 	v2 := cp.publish(t, files(2, "b"))
@@ -207,7 +215,7 @@ func TestCertificateAndCARotationWithoutRestart(t *testing.T) {
 	writeAtomic(t, sa.caFile, append(append([]byte{}, next.PEM...), cp.pki.PEM...))
 	writeAtomic(t, cp.keyFile, keyPEM)
 	writeAtomic(t, cp.certFile, certPEM)
-	time.Sleep(1100 * time.Millisecond)
+	eventually(t, wait, "the server presents the new certificate", func() bool { return servedIssuer(t, cp.addr) == "ca-2" })
 
 	// The existing stream keeps working...
 	v2 := cp.publish(t, files(2, "b"))
@@ -285,7 +293,7 @@ func TestSteadyChangesArriveInOrderAndEndOnLatest(t *testing.T) {
 	}()
 	var latest *snapshot.Snapshot
 	for i := 1; i <= 60; i++ {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the pacing is the input: a change a second, as a busy cluster makes
 		latest = cp.publish(t, files(5, "v-"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+time.Now().Format("150405.000")))
 		order[latest.Version()] = i
 		seen = append(seen, latest.Version())

@@ -28,6 +28,7 @@ const testToken = "agent-token-1"
 // controlPlane is a real agent server on loopback TLS.
 type controlPlane struct {
 	srv      *server.Server
+	reg      *prometheus.Registry // the server's metrics
 	addr     string
 	dir      string
 	pki      *testkit.CA
@@ -44,7 +45,7 @@ type cpOption func(*server.Options)
 func startControlPlane(t *testing.T, auth authn.Authenticator, opts ...cpOption) *controlPlane {
 	t.Helper()
 	dir := t.TempDir()
-	cp := &controlPlane{dir: dir, pki: newPKI(t, "ca-1"),
+	cp := &controlPlane{dir: dir, pki: newPKI(t, "ca-1"), reg: prometheus.NewRegistry(),
 		caFile: filepath.Join(dir, "ca.crt"), certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key")}
 	certPEM, keyPEM := serving(t, cp.pki)
 	writeAtomic(t, cp.caFile, cp.pki.PEM)
@@ -52,7 +53,7 @@ func startControlPlane(t *testing.T, auth authn.Authenticator, opts ...cpOption)
 	writeAtomic(t, cp.keyFile, keyPEM)
 	o := server.Options{
 		Authenticator: auth, CertFile: cp.certFile, KeyFile: cp.keyFile,
-		KeepaliveInterval: time.Second, Logger: testLogger(t, "server"),
+		KeepaliveInterval: time.Second, Logger: testLogger(t, "server"), Registerer: cp.reg,
 	}
 	for _, f := range opts {
 		f(&o)
@@ -144,6 +145,11 @@ func onVolume(t *testing.T, root string) agentOption {
 		}
 		o.Writer = w
 	}
+}
+
+// withToken makes the agent's token file hold token instead of testToken.
+func withToken(t *testing.T, token string) agentOption {
+	return func(o *client.Options) { writeAtomic(t, o.TokenFile, []byte(token+"\n")) }
 }
 
 func startAgent(t *testing.T, addr, caFile string, opts ...agentOption) *sidecarAgent {

@@ -1,6 +1,7 @@
 package agentchannel
 
 import (
+	"crypto/tls"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
@@ -30,4 +31,16 @@ func writeAtomic(t *testing.T, path string, data []byte) {
 	if err := testkit.WriteAtomic(path, data); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// servedIssuer is the common name of the issuer of the certificate the
+// server at addr presents now.
+func servedIssuer(t *testing.T, addr string) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // only reads the certificate
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Issuer.CommonName
 }

@@ -3,87 +3,189 @@ package arch
 import (
 	"bufio"
 	"bytes"
+	"maps"
+	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/gatehouse-dev/gatehouse"
 
-// deps lists the packages pkg links (tests excluded: only what ships).
-func deps(t *testing.T, pkg string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v", pkg, err)
-	}
-	var list []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		list = append(list, sc.Text())
-	}
-	return list
+// rule is one row of docs/architecture.md's import table.
+type rule struct {
+	pkg     string   // "controlplane", or "argocd/..." for it and everything below
+	imports []string // packages of ours it may import; "x/..." prefixes; "*" any
+	never   []string // module path prefixes it must not link; "non-std" anything outside the standard library
 }
 
-func TestCredentialFreePackagesLinkNoKubernetesClient(t *testing.T) {
-	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "k8s.io/apimachinery"}
-	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/...", module + "/logflags", module + "/memflags", module + "/cmd/gatehouse-proxy"} {
+// table reads the import table from docs/architecture.md: the document is
+// the rule, so it cannot drift from what is checked.
+func table(t *testing.T) []rule {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## Import table")
+	if !ok {
+		t.Fatal("docs/architecture.md has no \"## Import table\" section")
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	var rules []rule
+	for _, line := range strings.Split(after, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) != 6 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue // not a row, or the header
+		}
+		tokens := func(cell string) []string {
+			var out []string
+			for _, m := range code.FindAllStringSubmatch(cell, -1) {
+				out = append(out, m[1])
+			}
+			return out
+		}
+		pkg := tokens(cells[1])
+		if len(pkg) != 1 {
+			t.Fatalf("docs/architecture.md: row %q names %d packages, want one", line, len(pkg))
+		}
+		rules = append(rules, rule{pkg: pkg[0], imports: tokens(cells[3]), never: tokens(cells[4])})
+	}
+	if len(rules) < 10 {
+		t.Fatalf("docs/architecture.md's import table has %d rows; the parser no longer reads it", len(rules))
+	}
+	return rules
+}
+
+// ruleFor is the row naming pkg, else the row of the closest "x/..." above it.
+func ruleFor(rules []rule, pkg string) (rule, bool) {
+	best, found := rule{}, false
+	for _, r := range rules {
+		if r.pkg == pkg {
+			return r, true
+		}
+		if prefix, ok := strings.CutSuffix(r.pkg, "/..."); ok && (pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) {
+			if !found || len(r.pkg) > len(best.pkg) {
+				best, found = r, true
+			}
+		}
+	}
+	return best, found
+}
+
+func allowed(patterns []string, pkg string) bool {
+	for _, p := range patterns {
+		prefix, tree := strings.CutSuffix(p, "/...")
+		if p == "*" || p == pkg || tree && (pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// graph is what every package of the module imports directly (tests
+// excluded: only what ships), and whether it is in the standard library,
+// for every package the module links.
+type graph struct {
+	imports  map[string][]string
+	standard map[string]bool
+	ours     []string // the module's own packages, relative paths
+}
+
+func loadGraph(t *testing.T) *graph {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	// "C" is cgo's pseudo-package (net's resolver uses it): the toolchain's.
+	g := &graph{imports: map[string][]string{}, standard: map[string]bool{"C": true}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		g.imports[f[0]], g.standard[f[0]] = f[2:], f[1] == "true"
+		if rel, ok := strings.CutPrefix(f[0], module+"/"); ok {
+			g.ours = append(g.ours, rel)
+		}
+	}
+	slices.Sort(g.ours)
+	return g
+}
+
+// links is every package pkg links, pkg excluded.
+func (g *graph) links(pkg string) []string {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		for _, d := range g.imports[p] {
+			if !seen[d] {
+				seen[d] = true
+				walk(d)
+			}
+		}
+	}
+	walk(pkg)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// TestImportTable checks every package of the module against its row of
+// docs/architecture.md: what of ours it imports, and what it links.
+func TestImportTable(t *testing.T) {
+	rules := table(t)
+	g := loadGraph(t)
+	for _, pkg := range g.ours {
 		t.Run(pkg, func(t *testing.T) {
-			for _, d := range deps(t, pkg) {
-				for _, f := range forbidden {
-					if d == f || strings.HasPrefix(d, f+"/") {
-						t.Errorf("%s links %s; it runs without Kubernetes credentials and must not", pkg, d)
-						return
+			r, ok := ruleFor(rules, pkg)
+			if !ok {
+				t.Fatalf("%s has no row in docs/architecture.md's import table: add one (what it owns, what it may import)", pkg)
+			}
+			for _, imp := range g.imports[module+"/"+pkg] {
+				rel, ours := strings.CutPrefix(imp, module+"/")
+				if !ours {
+					continue
+				}
+				if strings.HasPrefix(rel, "cmd/") {
+					t.Errorf("%s imports %s; cmd/ is wiring only, nothing imports it", pkg, rel)
+				}
+				if !allowed(r.imports, rel) {
+					t.Errorf("%s imports %s; its row (%s) allows %v", pkg, rel, r.pkg, r.imports)
+				}
+			}
+			links := g.links(module + "/" + pkg)
+			for _, f := range r.never {
+				var bad []string
+				for _, d := range links {
+					if f == "non-std" && !g.standard[d] || f != "non-std" && strings.HasPrefix(d, f) {
+						bad = append(bad, d)
 					}
+				}
+				if len(bad) > 0 {
+					t.Errorf("%s links %s (%d packages in all); its row (%s) forbids %s", pkg, bad[0], len(bad), r.pkg, f)
 				}
 			}
 		})
 	}
 }
 
-func TestNothingImportsCmd(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		for _, imp := range fields[1:] {
-			if strings.HasPrefix(imp, module+"/cmd/") {
-				t.Errorf("%s imports %s; cmd/ is wiring only", fields[0], imp)
-			}
+// TestTableNamesRealPackages: a row for a package that is gone, or a
+// misspelt one, would check nothing.
+func TestTableNamesRealPackages(t *testing.T) {
+	g := loadGraph(t)
+	for _, r := range table(t) {
+		prefix, tree := strings.CutSuffix(r.pkg, "/...")
+		if !slices.ContainsFunc(g.ours, func(p string) bool { return p == r.pkg || tree && (p == prefix || strings.HasPrefix(p, prefix+"/")) }) {
+			t.Errorf("docs/architecture.md has a row for %s, which is no package of the module", r.pkg)
 		}
-	}
-}
-
-func TestWebhookDoesNotImportProxy(t *testing.T) {
-	for _, d := range deps(t, module+"/webhook/...") {
-		if strings.HasPrefix(d, module+"/proxy") {
-			t.Errorf("webhook links %s", d)
-		}
-	}
-}
-
-// TestKubeyamlImportsNothingOfOurs: admit (webhook/) and the directory source
-// (controlplane/yamldir) both read input through kubeyaml, so it must not
-// lean on either, nor on anything else of ours.
-func TestKubeyamlImportsNothingOfOurs(t *testing.T) {
-	for _, d := range deps(t, module+"/kubeyaml") {
-		if strings.HasPrefix(d, module+"/") && d != module+"/kubeyaml" {
-			t.Errorf("kubeyaml links %s", d)
-		}
-	}
-}
-
-// TestProxyLinksNoAgentClient: the proxy shares no process state with the
-// agent beside it, only the volume and the admin endpoint; linking the
-// agent's client would pull gRPC into the proxy for nothing.
-func TestProxyLinksNoAgentClient(t *testing.T) {
-	for _, pkg := range []string{module + "/proxy/...", module + "/cmd/gatehouse-proxy"} {
-		for _, d := range deps(t, pkg) {
-			if strings.HasPrefix(d, module+"/agent") || strings.HasPrefix(d, module+"/controlplane") ||
-				strings.HasPrefix(d, module+"/webhook") || strings.HasPrefix(d, "google.golang.org/grpc") {
-				t.Errorf("%s links %s", pkg, d)
+		for _, imp := range r.imports {
+			prefix, tree := strings.CutSuffix(imp, "/...")
+			if imp != "*" && !slices.ContainsFunc(g.ours, func(p string) bool { return p == imp || tree && (p == prefix || strings.HasPrefix(p, prefix+"/")) }) {
+				t.Errorf("the row of %s allows %s, which is no package of the module", r.pkg, imp)
 			}
 		}
 	}

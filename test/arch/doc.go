@@ -1,4 +1,4 @@
-// Package arch checks the dependency rules of ARCHITECTURE.md: packages
-// that run without Kubernetes credentials never link a Kubernetes client,
-// and nothing imports cmd/.
+// Package arch checks the dependency rules of docs/architecture.md: every
+// package of the module against its row of the import table (what of ours
+// it may import, what it must never link), and that nothing imports cmd/.
 package arch

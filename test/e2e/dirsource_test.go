@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,8 +97,14 @@ func TestDirSourceToAgent(t *testing.T) {
 		t.Fatal("an edit did not make a new version")
 	}
 
+	unchanged := metricValue(get(t, admin+"/metrics"), `gatehouse_controlplane_snapshot_builds_total{result="unchanged"}`)
 	edit(t, filepath.Join(src, "10-settings.yaml"), "    - name: metrics\n", "    - name: metrics\n      backend: [\n")
-	time.Sleep(2 * time.Second)
+	// A build reads the broken config and decides it changes nothing it
+	// ships (it counts itself after deciding): what the volume has then is
+	// what it keeps.
+	waitFor(t, 20*time.Second, "a build of the broken extension config", func() bool {
+		return metricValue(get(t, admin+"/metrics"), `gatehouse_controlplane_snapshot_builds_total{result="unchanged"}`) > unchanged
+	})
 	s, content, err := load()
 	if err != nil || s.Version() != second.Version() || len(content.Extensions) != 4 {
 		t.Fatalf("after breaking the extension config: version %s (want %s), error %v", s.Version(), second.Version(), err)
@@ -216,4 +223,18 @@ func grep(text, sub string) string {
 		}
 	}
 	return fmt.Sprint(strings.Join(out, "\n"))
+}
+
+// metricValue is the value of series (name{labels} as Prometheus' text
+// format writes it) in a /metrics page, 0 when absent.
+func metricValue(page, series string) float64 {
+	for _, l := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }

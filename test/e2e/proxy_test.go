@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -139,7 +142,17 @@ func TestProxyInCluster(t *testing.T) {
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
 	startProcess(t, proxy, "proxy", &proxyLogs)
-	agent := exec.Command(c.bin, p.agentArgs("--confirm-url", "http://"+adminAddr+"/state", "--admin-bind-address", agentAdmin)...)
+	// The agent asks the proxy which version it serves through this
+	// pass-through, which counts the questions: the positive signal that
+	// the agent waits on the proxy, below.
+	var asked atomic.Int64
+	toProxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: adminAddr})
+	confirm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		toProxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(confirm.Close)
+	agent := exec.Command(c.bin, p.agentArgs("--confirm-url", confirm.URL+"/state", "--admin-bind-address", agentAdmin)...)
 	agent.Stdout, agent.Stderr = &agentLogs, &agentLogs
 	startProcess(t, agent, "agent", &agentLogs)
 	defer func() {
@@ -213,6 +226,7 @@ func TestProxyInCluster(t *testing.T) {
 	if err := proxy.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	askedBefore := asked.Load()
 	stopped := true
 	defer func() {
 		if stopped {
@@ -228,11 +242,13 @@ func TestProxyInCluster(t *testing.T) {
 		version = current
 		return current != before && a.LastStatus == "WRITTEN" && a.LastVersion == current
 	})
-	for range 5 {
-		if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
-			t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The agent, which wrote the version, asks the stopped proxy whether it
+	// serves it, gets no answer, and so must not acknowledge it.
+	waitFor(t, 20*time.Second, "the agent asks the stopped proxy which version it serves", func() bool {
+		return asked.Load() > askedBefore
+	})
+	if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
+		t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
 	}
 	if err := proxy.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

@@ -34,28 +34,17 @@ func (m *FileMeta) SnapshotFileMeta() (snapshot.FileMeta, error) {
 		Path: m.GetPath(), SHA256: m.GetSha256(), Size: int64(min(m.GetSize(), 1<<62)),
 		Mode: fs.FileMode(m.GetMode()),
 	}
-	switch m.GetKind() {
-	case FileKind_FILE_KIND_CONFIG:
-		f.Kind = snapshot.KindConfig
-	case FileKind_FILE_KIND_SECRET:
-		f.Kind = snapshot.KindSecret
-	case FileKind_FILE_KIND_POLICY:
-		f.Kind = snapshot.KindPolicy
-	default:
+	kind, ok := snapshot.KindNamed(FileKind_name[int32(m.GetKind())])
+	if !ok {
 		return f, fmt.Errorf("unknown file kind %v", m.GetKind())
 	}
+	f.Kind = kind
 	return f, nil
 }
 
-// fileKind is k on the wire; New refuses any other kind.
+// fileKind is k on the wire, by the name the snapshot model gives it (one
+// table of kinds, in package snapshot); UNSPECIFIED, which New refuses, for
+// any other kind.
 func fileKind(k snapshot.Kind) FileKind {
-	switch k {
-	case snapshot.KindConfig:
-		return FileKind_FILE_KIND_CONFIG
-	case snapshot.KindSecret:
-		return FileKind_FILE_KIND_SECRET
-	case snapshot.KindPolicy:
-		return FileKind_FILE_KIND_POLICY
-	}
-	return FileKind_FILE_KIND_UNSPECIFIED
+	return FileKind(FileKind_value[k.ProtocolName()])
 }

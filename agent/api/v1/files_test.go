@@ -54,3 +54,21 @@ func TestVersionNamesKindsAsTheProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryProtocolKindIsAKind: a FileKind the protocol gains must have a
+// kind in the snapshot model's table, or the agent would refuse every file
+// of it.
+func TestEveryProtocolKindIsAKind(t *testing.T) {
+	for n, name := range FileKind_name {
+		k, ok := snapshot.KindNamed(name)
+		if n == int32(FileKind_FILE_KIND_UNSPECIFIED) {
+			if ok {
+				t.Errorf("%s names kind %q; it must stay unknown", name, k)
+			}
+			continue
+		}
+		if !ok || fileKind(k) != FileKind(n) {
+			t.Errorf("the protocol's %s has no kind in package snapshot's table (got %q, %v)", name, k, ok)
+		}
+	}
+}
