@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -66,7 +65,7 @@ func TestAgentInCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs syncBuffer
 	agent := exec.Command(c.bin, "agent",
 		"--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
 		"--admin-bind-address", "127.0.0.1:"+itoa(adminPort),

@@ -38,7 +38,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	ports := freePorts(t, 5)
 	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "http://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	debug := "http://127.0.0.1:" + itoa(ports[4])
-	var ctrlLogs, agentLogs bytes.Buffer
+	var ctrlLogs, agentLogs syncBuffer
 	ctrl := exec.Command(c.bin, "controller", "--source", "dir:"+src,
 		"--agent-static-token-file", tokens, "--agent-cert-file", pki.CertFile, "--agent-key-file", pki.KeyFile,
 		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "http://"),
@@ -111,7 +111,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	}
 }
 
-func startProcess(t *testing.T, cmd *exec.Cmd, name string, logs *bytes.Buffer) {
+func startProcess(t *testing.T, cmd *exec.Cmd, name string, logs *syncBuffer) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

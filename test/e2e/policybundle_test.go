@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"os/exec"
@@ -208,7 +207,7 @@ func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs syncBuffer
 	agent := exec.Command(c.bin, "agent", "--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
 		"--admin-bind-address", "127.0.0.1:"+itoa(port), "--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
 		"--log-format", "text")

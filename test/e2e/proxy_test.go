@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -168,11 +167,8 @@ func TestProxyInCluster(t *testing.T) {
 	ports := freePorts(t, 4)
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	// The proxy image's binary, which runs `gatehouse proxy`'s code.
-	proxyBin := filepath.Join(dir, "gatehouse-proxy")
-	if out, err := exec.Command("go", "build", "-o", proxyBin, "../../cmd/gatehouse-proxy").CombinedOutput(); err != nil {
-		t.Fatalf("go build gatehouse-proxy: %v\n%s", err, out)
-	}
-	var proxyLogs, agentLogs bytes.Buffer
+	proxyBin := binaries.prx
+	var proxyLogs, agentLogs syncBuffer
 	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
@@ -246,7 +242,7 @@ func TestProxyInCluster(t *testing.T) {
 	// once the proxy runs again it serves it, and then the ack arrives.
 	var before string
 	waitFor(t, 20*time.Second, "the agent acknowledges the policy without the grant", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		before = current
 		return a.LastStatus == "APPLIED" && a.LastVersion == current
 	})
@@ -264,12 +260,12 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	var version string
 	waitFor(t, 20*time.Second, "the agent writes the new version", func() bool {
-		a, current := agentStatus(t, c.adminURL, string(pod.UID))
+		a, current := agentStatus(t, c.debugURL, string(pod.UID))
 		version = current
 		return current != before && a.LastStatus == "WRITTEN" && a.LastVersion == current
 	})
 	for range 5 {
-		if a, _ := agentStatus(t, c.adminURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
+		if a, _ := agentStatus(t, c.debugURL, string(pod.UID)); a.LastStatus == "APPLIED" && a.LastVersion == version {
 			t.Fatal("the agent acknowledged a version the stopped proxy cannot serve")
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -279,7 +275,7 @@ func TestProxyInCluster(t *testing.T) {
 	}
 	stopped = false
 	waitFor(t, 20*time.Second, "the agent acknowledges the version", func() bool {
-		a, _ := agentStatus(t, c.adminURL, string(pod.UID))
+		a, _ := agentStatus(t, c.debugURL, string(pod.UID))
 		return a.LastStatus == "APPLIED" && a.LastVersion == version
 	})
 	var state struct {
@@ -295,7 +291,7 @@ func TestProxyInCluster(t *testing.T) {
 
 // agentStatus is one agent's entry in the controller's /debug/agents, and
 // the controller's current version.
-func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
+func agentStatus(t *testing.T, debugURL, podUID string) (status struct {
 	LastStatus  string `json:"lastStatus"`
 	LastVersion string `json:"lastVersion"`
 }, current string) {
@@ -310,7 +306,7 @@ func agentStatus(t *testing.T, adminURL, podUID string) (status struct {
 			LastVersion string `json:"lastVersion"`
 		} `json:"agents"`
 	}
-	if err := json.Unmarshal([]byte(get(t, adminURL+"/debug/agents")), &doc); err != nil {
+	if err := json.Unmarshal([]byte(get(t, debugURL+"/debug/agents")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range doc.Agents {
