@@ -26,14 +26,17 @@ run: build
 	@echo "+ gatehouse snapshot examples/"
 	@./$(BIN) snapshot examples/
 
-## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint.
+## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint,
+## and install headless Chromium (Debian's package) for the browser scenario.
 tools:
 	@test/tools/install.sh >/dev/null
+	@test/tools/install-browser.sh
 
 ## test: everything CI runs: lint, then all tests with the race detector
 ## against a real kube-apiserver + etcd, and the Argo CD reference module's.
+## The browser scenario must run here: a missing Chromium fails it.
 test: tools lint
-	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS="$(TOOLS)" GATEHOUSE_E2E_BROWSER=required $(GO) test -race -count=1 ./...
 	cd $(ARGOCDREF) && $(GO) test -count=1 ./...
 	cd test/opacompat && $(GO) test -race -count=1 ./...
 
