@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // The built-in account and the keys of local accounts, as Argo CD's

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -68,7 +67,7 @@ func benchPolicyData() string {
 
 type nopPublisher struct{ versions int }
 
-func (p *nopPublisher) Publish(*server.Snapshot) error { p.versions++; return nil }
+func (p *nopPublisher) Publish(*snapshot.Snapshot) error { p.versions++; return nil }
 
 // BenchmarkBuild measures what a controller does after the debounce: build
 // the snapshot from the store and hand it to the agent server (whose

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // BuilderOptions configure a Builder.

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -464,5 +464,27 @@ func TestProjectRoleTokens(t *testing.T) {
 	wj, _ := json.Marshal(want)
 	if string(gj) != string(wj) {
 		t.Errorf("roles %s, want %s (spec and status merged; a role gone from the spec keeps no tokens)", gj, wj)
+	}
+}
+
+func TestStoreCountsEffectiveChanges(t *testing.T) {
+	s := NewStore()
+	a := snapshot.Application{Namespace: "argocd", Name: "a", Project: "default"}
+	steps := []struct {
+		name string
+		do   func()
+		want uint64
+	}{
+		{"a new Application", func() { s.PutApplication(a.Key(), &a) }, 1},
+		{"the same again", func() { s.PutApplication(a.Key(), &a) }, 1},
+		{"deleting what is not there", func() { s.PutApplication("argocd/b", nil) }, 1},
+		{"a whole equal state", func() { st := NewState(); st.Applications[a.Key()] = a; s.Replace(st) }, 1},
+		{"a whole other state", func() { s.Replace(NewState()) }, 2},
+	}
+	for _, step := range steps {
+		step.do()
+		if got := s.Changes(); got != step.want {
+			t.Fatalf("after %s: %d changes, want %d", step.name, got, step.want)
+		}
 	}
 }

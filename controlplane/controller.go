@@ -10,23 +10,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
-	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/agent/server"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
-// Default debounce: a burst of changes (a kubectl apply of many objects, a
-// cache resync) becomes one version; a steady stream still ships every
-// second.
+// Default debounce (see debounce): a burst of changes becomes one version;
+// a steady stream still ships every second.
 const (
 	DefaultQuiet    = 100 * time.Millisecond
 	DefaultMaxDelay = time.Second
 )
 
-// Publisher receives every new snapshot version (agent/server.Server).
+// Publisher delivers every new snapshot version. agent/server's Server is
+// the one in production; the control plane knows only this, so the builder
+// links no gRPC and no agent authentication.
 type Publisher interface {
-	Publish(*server.Snapshot) error
+	Publish(*snapshot.Snapshot) error
 }
 
 // Reporter tells people about configuration problems: the Kubernetes source
@@ -53,6 +53,9 @@ type ControllerOptions struct {
 	Registerer prometheus.Registerer
 	// Quiet and MaxDelay debounce changes (DefaultQuiet, DefaultMaxDelay).
 	Quiet, MaxDelay time.Duration
+	// Clock times the debounce; the real clock when nil (tests step a fake
+	// one).
+	Clock clock.Clock
 }
 
 // Controller rebuilds the snapshot when the store changes, debounced, and
@@ -64,8 +67,13 @@ type Controller struct {
 	reported map[Problem]bool
 
 	mu      sync.Mutex
-	current *server.Snapshot
+	current *snapshot.Snapshot
 	ready   chan struct{}
+
+	// armed, when set (by tests), is called whenever the controller starts
+	// waiting on its clock: after it has seen a change, and before each
+	// check of Synced. A test steps a fake clock only then.
+	armed func()
 }
 
 // NewController checks the options and registers metrics.
@@ -88,7 +96,10 @@ func NewController(o ControllerOptions) (*Controller, error) {
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = DefaultMaxDelay
 	}
-	m, err := newMetrics(o.Registerer)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	m, err := newMetrics(o.Registerer, o.Store)
 	if err != nil {
 		return nil, fmt.Errorf("register control plane metrics: %w", err)
 	}
@@ -106,7 +117,7 @@ func (c *Controller) Ready(*http.Request) error {
 }
 
 // Current returns the published snapshot, nil before the first.
-func (c *Controller) Current() *server.Snapshot {
+func (c *Controller) Current() *snapshot.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current
@@ -125,8 +136,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// waitForChange returns once a change has settled (Quiet without another,
-// or MaxDelay since the first) and the sources are synced.
+// waitForChange returns once a change has settled (see debounce) and the
+// sources are synced.
 func (c *Controller) waitForChange(ctx context.Context) error {
 	changed := c.o.Store.Changed()
 	select {
@@ -134,30 +145,38 @@ func (c *Controller) waitForChange(ctx context.Context) error {
 		return ctx.Err()
 	case <-changed:
 	}
-	deadline := time.NewTimer(c.o.MaxDelay)
-	defer deadline.Stop()
-	quiet := time.NewTimer(c.o.Quiet)
-	defer quiet.Stop()
+	d := debounce{quiet: c.o.Quiet, maxDelay: c.o.MaxDelay}
+	d.change(c.o.Clock.Now())
 	for settled := false; !settled; {
+		timer := c.o.Clock.NewTimer(d.due().Sub(c.o.Clock.Now()))
+		c.arming()
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return ctx.Err()
 		case <-changed:
-			quiet.Reset(c.o.Quiet)
-		case <-quiet.C:
-			settled = true
-		case <-deadline.C:
+			d.change(c.o.Clock.Now())
+		case <-timer.C():
 			settled = true
 		}
+		timer.Stop()
 	}
 	for !c.o.Synced() {
+		next := c.o.Clock.After(c.o.Quiet)
+		c.arming()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(c.o.Quiet):
+		case <-next:
 		}
 	}
 	return nil
+}
+
+func (c *Controller) arming() {
+	if c.armed != nil {
+		c.armed()
+	}
 }
 
 // Rebuild builds from the store now and publishes a new version if the
@@ -167,10 +186,10 @@ func (c *Controller) Rebuild(ctx context.Context) {
 	var out *Output
 	var err error
 	c.o.Store.Read(func(st *State) { out, err = c.o.Builder.Build(ctx, st) })
-	var snap *server.Snapshot
+	var snap *snapshot.Snapshot
 	if err == nil {
 		c.report(ctx, out.Problems)
-		snap, err = ServerSnapshot(out.Files)
+		snap, err = snapshot.New(out.Files)
 	}
 	c.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -227,25 +246,4 @@ func (c *Controller) report(ctx context.Context, problems []Problem) {
 	if len(fresh) > 0 && c.o.Reporter != nil {
 		c.o.Reporter.Report(ctx, fresh)
 	}
-}
-
-// ServerSnapshot hands the files to the agent server's snapshot type,
-// whose version is what agents are told.
-func ServerSnapshot(files []snapshot.File) (*server.Snapshot, error) {
-	out := make([]server.File, len(files))
-	for i, f := range files {
-		kind := agentv1.FileKind_FILE_KIND_CONFIG
-		switch f.Kind {
-		case snapshot.KindSecret:
-			kind = agentv1.FileKind_FILE_KIND_SECRET
-		case snapshot.KindPolicy:
-			kind = agentv1.FileKind_FILE_KIND_POLICY
-		}
-		out[i] = server.File{Meta: &agentv1.FileMeta{Path: f.Path, Kind: kind}, Content: f.Data}
-	}
-	snap, err := server.NewSnapshot(out)
-	if err != nil {
-		return nil, fmt.Errorf("build snapshot: %w", err)
-	}
-	return snap, nil
 }

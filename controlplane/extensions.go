@@ -7,7 +7,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // extensionKeeper builds the extensions and keeps each one's last good

@@ -14,7 +14,7 @@ type metrics struct {
 	published prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, store *Store) (*metrics, error) {
 	m := &metrics{
 		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_controlplane_snapshot_builds_total",
@@ -42,7 +42,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "When the current snapshot version was published (Unix time).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.builds, m.duration, m.files, m.bytes, m.problems, m.published} {
+	changes := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "gatehouse_controlplane_state_changes_total",
+		Help: "Effective changes the sources made to the state the snapshot is built from; updates that change nothing the snapshot keeps (Application status, for one) are not counted.",
+	}, func() float64 { return float64(store.Changes()) })
+	for _, c := range []prometheus.Collector{m.builds, m.duration, m.files, m.bytes, m.problems, m.published, changes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -5,11 +5,12 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // ConfigMap is the part of a ConfigMap of the control-plane namespace the
@@ -97,6 +98,8 @@ type Store struct {
 	changed chan struct{}
 	// bundles is told when PolicyBundles or what they reference change.
 	bundles chan struct{}
+	// changes counts effective changes (Changes).
+	changes atomic.Uint64
 }
 
 // NewStore returns an empty store. It starts with one change pending, so
@@ -116,6 +119,16 @@ func (s *Store) BundleInputsChanged() <-chan struct{} { return s.bundles }
 
 // Changed receives a value after one or more effective changes.
 func (s *Store) Changed() <-chan struct{} { return s.changed }
+
+// Changes is how many effective changes the store has taken: writes that
+// changed nothing are not counted (gatehouse_controlplane_state_changes_total).
+func (s *Store) Changes() uint64 { return s.changes.Load() }
+
+// changedLocked counts an effective change and notifies; s.mu is held.
+func (s *Store) changedLocked() {
+	s.changes.Add(1)
+	s.notify()
+}
 
 func (s *Store) notify() {
 	select {
@@ -147,7 +160,7 @@ func put[V any](s *Store, m func(*State) map[string]V, key string, v *V, equal f
 	default:
 		mm[key] = *v
 	}
-	s.notify()
+	s.changedLocked()
 }
 
 // PutApplication stores a (nil: deletes the) Application at key.
@@ -209,7 +222,7 @@ func (s *Store) Replace(st *State) {
 		return
 	}
 	s.state = st
-	s.notify()
+	s.changedLocked()
 }
 
 func equalProject(a, b snapshot.Project) bool {

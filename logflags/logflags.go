@@ -1,6 +1,7 @@
 // Package logflags owns the logging flags of Gatehouse's long-running
-// commands (--log-level, --log-format) and the slog handler they select, for
-// commands that must not link the agent's gRPC client to get them.
+// commands (--log-level, --log-format) and the slog handler they select:
+// the controller, the agent and the proxy spell them, check them and log
+// the same way, and the slim binaries link nothing else of ours for them.
 package logflags
 
 import (

@@ -46,8 +46,12 @@ func TestLoadFilesReadsAsLoadDir(t *testing.T) {
 			t.Errorf("manifest %+v", inMemory.Manifest)
 		}
 	}
-	if _, err := LoadFiles(map[string][]byte{"data.json": []byte("{}")}, LoadOptions{}); err == nil {
-		t.Error("a bundle without Rego loaded")
+	// Data alone runs under the default policy, as a directory of it does.
+	if b, err := LoadFiles(map[string][]byte{"data.json": []byte("{}")}, LoadOptions{}); err != nil || !b.UsesDefaultPolicy {
+		t.Errorf("a bundle of data alone: %v (default policy %v)", err, b.UsesDefaultPolicy)
+	}
+	if _, err := LoadFiles(map[string][]byte{"README.md": []byte("x")}, LoadOptions{}); err == nil {
+		t.Error("a bundle without Rego or data loaded")
 	}
 	if _, err := LoadFiles(map[string][]byte{"a.rego": []byte("package a\n"), "data.json": []byte("[")}, LoadOptions{}); err == nil {
 		t.Error("a bundle with broken data.json loaded")

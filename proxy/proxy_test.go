@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -98,9 +98,9 @@ func TestSnapshotLifecycle(t *testing.T) {
 	}
 	t.Run("a snapshot of another schema", func(t *testing.T) {
 		m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: "old-schema",
-			Files: []sidecar.FileMeta{{Path: snapshot.IndexFile, Kind: sidecar.KindConfig}}}
+			Files: []snapshot.FileMeta{{Path: snapshot.IndexFile, Kind: snapshot.KindConfig}}}
 		idx := []byte(`{"schemaVersion":1,"files":[]}`)
-		m.Files[0].SHA256, m.Files[0].Size = sidecar.HashBytes(idx), int64(len(idx))
+		m.Files[0].SHA256, m.Files[0].Size = snapshot.Hash(idx), int64(len(idx))
 		vs, err := sidecar.NewSnapshot(m, map[string][]byte{snapshot.IndexFile: idx}, sidecar.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // table is everything one snapshot version routes requests with. It is

@@ -1,6 +1,7 @@
 // Package sidecar owns the contract of the volume shared by the agent and the proxy:
-// the file layout, the manifest that lists and hashes every file, the atomic writer the
-// agent uses, and the verifying loader and watcher the proxy uses.
+// the file layout, the manifest that lists and hashes every file (package snapshot's
+// FileMetas, with the version's name), the atomic writer the agent uses, and the
+// verifying loader and watcher the proxy uses.
 //
 // # Layout
 //

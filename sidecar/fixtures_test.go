@@ -10,24 +10,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // fileSpec is one file of a test snapshot.
 type fileSpec struct {
 	path    string
-	kind    Kind
+	kind    snapshot.Kind
 	content string
 	mode    fs.FileMode
 }
 
 func cfg(path, content string) fileSpec {
-	return fileSpec{path: path, kind: KindConfig, content: content}
+	return fileSpec{path: path, kind: snapshot.KindConfig, content: content}
 }
 func secret(path, content string) fileSpec {
-	return fileSpec{path: path, kind: KindSecret, content: content}
+	return fileSpec{path: path, kind: snapshot.KindSecret, content: content}
 }
 func policy(path, content string) fileSpec {
-	return fileSpec{path: path, kind: KindPolicy, content: content}
+	return fileSpec{path: path, kind: snapshot.KindPolicy, content: content}
 }
 
 // snapshotOf returns the manifest for files and their content by sha256, the way the
@@ -36,8 +38,8 @@ func snapshotOf(version string, files ...fileSpec) (*Manifest, map[string][]byte
 	m := &Manifest{SchemaVersion: SchemaVersion, Version: version}
 	bySHA := map[string][]byte{}
 	for _, f := range files {
-		sum := HashBytes([]byte(f.content))
-		m.Files = append(m.Files, FileMeta{Path: f.path, SHA256: sum, Size: int64(len(f.content)), Mode: f.mode, Kind: f.kind})
+		sum := snapshot.Hash([]byte(f.content))
+		m.Files = append(m.Files, snapshot.FileMeta{Path: f.path, SHA256: sum, Size: int64(len(f.content)), Mode: f.mode, Kind: f.kind})
 		bySHA[sum] = []byte(f.content)
 	}
 	return m, bySHA

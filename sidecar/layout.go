@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Names in the shared volume; see the package documentation for the layout.
@@ -38,8 +40,8 @@ var ErrNoSnapshot = errors.New("no current snapshot")
 // keep the manifest's owner and group bits, never others' (nothing outside the Pod's
 // fsGroup has business reading them), and always owner-read, because a file the
 // reader cannot open would make the whole version unloadable.
-func fileMode(f FileMeta) fs.FileMode {
-	if f.Kind == KindSecret {
+func fileMode(f snapshot.FileMeta) fs.FileMode {
+	if f.Kind == snapshot.KindSecret {
 		return modeSecretFile
 	}
 	m := f.Mode & 0o750

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // linker hard-links unchanged files from the current version directory into the one
@@ -28,7 +30,7 @@ func newLinker(versions *os.Root, srcName string, src *os.Root, dstName string, 
 // link links oldPath of the source version to newPath of the new one and checks that
 // the result is a regular file of f's size and mode; anything else is undone and
 // reported, and the caller downloads the file instead.
-func (l *linker) link(oldPath, newPath string, f FileMeta) error {
+func (l *linker) link(oldPath, newPath string, f snapshot.FileMeta) error {
 	var (
 		size    int64
 		mode    fs.FileMode

@@ -1,59 +1,30 @@
 package sidecar
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
-
-// Kind says what a file holds; it decides the file's mode on disk.
-type Kind string
-
-// The kinds of file a snapshot holds.
-const (
-	KindConfig Kind = "config"
-	KindSecret Kind = "secret"
-	KindPolicy Kind = "policy"
-)
-
-func (k Kind) known() bool {
-	switch k {
-	case KindConfig, KindSecret, KindPolicy:
-		return true
-	}
-	return false
-}
-
-// FileMeta describes one file of a snapshot.
-type FileMeta struct {
-	Path   string      `json:"path"`   // relative, clean, slash-separated
-	SHA256 string      `json:"sha256"` // lower-case hex
-	Size   int64       `json:"size"`
-	Mode   fs.FileMode `json:"mode"` // permission bits only; secrets are always written 0600
-	Kind   Kind        `json:"kind"`
-}
 
 // Manifest lists every file of one snapshot version with its hash. It is stored as
 // manifest.json at the top of the version directory.
 type Manifest struct {
-	SchemaVersion int        `json:"schemaVersion"`
-	Version       string     `json:"version"`
-	Files         []FileMeta `json:"files"` // sorted by Path
+	SchemaVersion int                 `json:"schemaVersion"`
+	Version       string              `json:"version"`
+	Files         []snapshot.FileMeta `json:"files"` // sorted by Path
 }
 
 // Limits bound what a manifest may ask for, so a hostile or broken one cannot exhaust
 // memory or disk. A zero or negative field means its default.
 type Limits struct {
-	MaxFileBytes  int64 // default 16 MiB
-	MaxTotalBytes int64 // default 256 MiB
-	MaxFiles      int   // default 100000
+	MaxFileBytes  int64 // default snapshot.DefaultMaxFileBytes, 16 MiB
+	MaxTotalBytes int64 // default snapshot.DefaultMaxTotalBytes, 256 MiB
+	MaxFiles      int   // default snapshot.DefaultMaxFiles, 100000
 	// MaxManifestBytes bounds manifest.json itself when it is read from disk.
 	MaxManifestBytes int64 // default 64 MiB
 }
@@ -61,21 +32,12 @@ type Limits struct {
 // DefaultLimits returns the limits used when none are given.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxFileBytes:     DefaultMaxFileBytes,
-		MaxTotalBytes:    DefaultMaxTotalBytes,
-		MaxFiles:         DefaultMaxFiles,
+		MaxFileBytes:     snapshot.DefaultMaxFileBytes,
+		MaxTotalBytes:    snapshot.DefaultMaxTotalBytes,
+		MaxFiles:         snapshot.DefaultMaxFiles,
 		MaxManifestBytes: 64 << 20,
 	}
 }
-
-// The default limits on a snapshot. The control plane publishes within the
-// same limits (agent/server uses these constants), so a snapshot it sends is
-// one agents accept.
-const (
-	DefaultMaxFileBytes  = 16 << 20
-	DefaultMaxTotalBytes = 256 << 20
-	DefaultMaxFiles      = 100000
-)
 
 // withDefaults fills zero or negative fields, so callers can set only what they care
 // about (Limits{MaxFiles: 10}) and a missing flag never means "unlimited".
@@ -96,63 +58,15 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-const (
-	// maxPathBytes and maxSegmentBytes are Linux's PATH_MAX and NAME_MAX: longer paths
-	// would fail at write time anyway, this way they fail at validation with a reason.
-	maxPathBytes    = 4096
-	maxSegmentBytes = 255
-	maxVersionBytes = 128
-)
+const maxVersionBytes = 128
 
-// HashBytes returns the lower-case hex sha256 of b, the form manifests use.
-func HashBytes(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// ValidatePath rejects anything but a relative, clean, slash-separated path inside the
-// root: empty, absolute, "..", ".", backslashes, NUL and other control characters,
-// invalid UTF-8, empty segments, trailing slash, segments "." or "..", over-long paths
-// or segments, and the reserved top-level name manifest.json.
+// ValidatePath is snapshot.ValidatePath, and it refuses the name the volume reserves
+// for the manifest at the top of a version directory.
 func ValidatePath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("path is empty")
-	case len(p) > maxPathBytes:
-		return fmt.Errorf("path is %d bytes, more than %d", len(p), maxPathBytes)
-	case !utf8.ValidString(p):
-		return errors.New("path is not valid UTF-8")
-	case strings.HasPrefix(p, "/"):
-		return errors.New("path is absolute")
-	case strings.HasSuffix(p, "/"):
-		return errors.New("path ends with a slash")
-	case strings.Contains(p, `\`):
-		// A backslash is a separator on Windows and a trap everywhere else.
-		return errors.New("path contains a backslash")
-	case p == ManifestFile:
+	if p == ManifestFile {
 		return fmt.Errorf("path %s is reserved for the manifest", ManifestFile)
 	}
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f {
-			// NUL truncates paths in C; newlines and escapes forge log lines.
-			return fmt.Errorf("path contains control character %U", r)
-		}
-	}
-	for seg := range strings.SplitSeq(p, "/") {
-		switch {
-		case seg == "":
-			return errors.New("path has an empty segment")
-		case seg == "." || seg == "..":
-			return fmt.Errorf("path has a %q segment", seg)
-		case len(seg) > maxSegmentBytes:
-			return fmt.Errorf("path segment is %d bytes, more than %d", len(seg), maxSegmentBytes)
-		}
-	}
-	// Belt and braces: the checks above imply this on every platform we run on.
-	if !filepath.IsLocal(filepath.FromSlash(p)) {
-		return errors.New("path is not local")
-	}
-	return nil
+	return snapshot.ValidatePath(p)
 }
 
 // ValidateVersion accepts 1-128 characters of [A-Za-z0-9._-], except "." and "..",
@@ -177,30 +91,6 @@ func ValidateVersion(v string) error {
 	}
 	return nil
 }
-
-// validSHA256 reports whether s is 64 lower-case hex digits. It runs for every file of
-// every manifest the agent handles, more than once per version; a table without
-// branches checks 10,000 hashes in 0.25 ms, comparisons took 2.4 ms.
-func validSHA256(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	var bad byte
-	for i := 0; i < len(s); i++ {
-		bad |= notLowerHex[s[i]]
-	}
-	return bad == 0
-}
-
-// notLowerHex is 1 for every byte but 0-9 and a-f.
-var notLowerHex = func() (t [256]byte) {
-	for i := range t {
-		if (i < '0' || i > '9') && (i < 'a' || i > 'f') {
-			t[i] = 1
-		}
-	}
-	return t
-}()
 
 // Validate checks the schema version, the version name, every path, duplicate paths
 // (also a path that is a directory prefix of another, e.g. "a" and "a/b"), the sha256
@@ -232,7 +122,7 @@ func (m *Manifest) Validate(l Limits) error {
 			return fmt.Errorf("file %q: listed twice", f.Path)
 		}
 		paths[f.Path] = struct{}{}
-		if !validSHA256(f.SHA256) {
+		if !snapshot.ValidSHA256(f.SHA256) {
 			return fmt.Errorf("file %q: sha256 %q is not 64 lower-case hex digits", f.Path, f.SHA256)
 		}
 		switch {
@@ -247,7 +137,7 @@ func (m *Manifest) Validate(l Limits) error {
 		if f.Mode&^fs.ModePerm != 0 {
 			return fmt.Errorf("file %q: mode %#o (%s) has bits beyond the permission bits", f.Path, uint32(f.Mode), f.Mode)
 		}
-		if !f.Kind.known() {
+		if !f.Kind.Valid() {
 			return fmt.Errorf("file %q: unknown kind %q", f.Path, f.Kind)
 		}
 	}
@@ -272,8 +162,8 @@ func (m *Manifest) Validate(l Limits) error {
 // same manifest.json.
 func (m *Manifest) normalized() *Manifest {
 	c := *m
-	c.Files = append([]FileMeta{}, m.Files...) // never nil: manifest.json says "files": []
-	slices.SortFunc(c.Files, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
+	c.Files = append([]snapshot.FileMeta{}, m.Files...) // never nil: manifest.json says "files": []
+	slices.SortFunc(c.Files, func(a, b snapshot.FileMeta) int { return strings.Compare(a.Path, b.Path) })
 	return &c
 }
 
@@ -285,7 +175,7 @@ func (m *Manifest) equal(o *Manifest) bool {
 
 func (m *Manifest) hasSecrets() bool {
 	for _, f := range m.Files {
-		if f.Kind == KindSecret {
+		if f.Kind == snapshot.KindSecret {
 			return true
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Snapshot is one complete, verified version: its manifest and the content of every
@@ -72,11 +74,11 @@ func NewSnapshot(m *Manifest, files map[string][]byte, l Limits) (*Snapshot, err
 }
 
 // verify checks content against its manifest entry.
-func verify(f FileMeta, b []byte) error {
+func verify(f snapshot.FileMeta, b []byte) error {
 	if int64(len(b)) != f.Size {
 		return fmt.Errorf("%d bytes, manifest says %d", len(b), f.Size)
 	}
-	if got := HashBytes(b); got != f.SHA256 {
+	if got := snapshot.Hash(b); got != f.SHA256 {
 		return fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
 	}
 	return nil
@@ -272,7 +274,7 @@ func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, err
 
 // readVerified reads one listed file and verifies it against its entry. With
 // buf it hashes the file through buf instead and returns no content.
-func readVerified(files fileOpener, f FileMeta, buf []byte) ([]byte, error) {
+func readVerified(files fileOpener, f snapshot.FileMeta, buf []byte) ([]byte, error) {
 	file, size, err := files.open(f.Path, f.Size, f.Size)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Stage is a version being installed. Begin starts it: every file whose content the
@@ -227,7 +229,7 @@ func (st *Stage) Create(i int) (*FileWriter, error) {
 // against the manifest as it goes.
 type FileWriter struct {
 	st   *Stage
-	f    FileMeta
+	f    snapshot.FileMeta
 	file *os.File
 	h    hash.Hash
 	n    int64
@@ -369,7 +371,7 @@ func (st *Stage) complete() error {
 
 // copyWithin gives f the content of src, a complete file of this stage: a hard link
 // when the modes agree, else a copy.
-func (st *Stage) copyWithin(src string, f FileMeta) error {
+func (st *Stage) copyWithin(src string, f snapshot.FileMeta) error {
 	fi, err := st.r.Lstat(native(src))
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", src, err)

@@ -3,6 +3,8 @@ package sidecar
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // BenchmarkStageOneFileChange is the agent's disk work for a one-file change
@@ -23,9 +25,9 @@ func BenchmarkStageOneFileChange(b *testing.B) {
 			if i == v%n {
 				c = fmt.Appendf(nil, "shard %d revision %d", i, v)
 			}
-			sum := HashBytes(c)
+			sum := snapshot.Hash(c)
 			content[sum] = c
-			m.Files = append(m.Files, FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: KindConfig})
+			m.Files = append(m.Files, snapshot.FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: snapshot.KindConfig})
 		}
 		return m
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Unchanged content is hard-linked from the current version, never read or rewritten;
@@ -295,7 +297,7 @@ func TestStageCreateOnlyMissingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Abort()
-	linked := slices.IndexFunc(st.Manifest().Files, func(f FileMeta) bool { return f.Path == "policy/bundle.rego" })
+	linked := slices.IndexFunc(st.Manifest().Files, func(f snapshot.FileMeta) bool { return f.Path == "policy/bundle.rego" })
 	for _, i := range []int{-1, len(m.Files), linked} {
 		if _, err := st.Create(i); err == nil {
 			t.Errorf("Create(%d) succeeded; want a refusal", i)

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // BenchmarkVerifyCurrent is the agent's check of the version it serves, with
@@ -56,9 +58,9 @@ func tenThousandFiles(b *testing.B) (*Writer, string) {
 	m := &Manifest{SchemaVersion: SchemaVersion, Version: "v1"}
 	for i := range 10000 {
 		c := fmt.Appendf(nil, "%01000d", i)
-		sum := HashBytes(c)
+		sum := snapshot.Hash(c)
 		content[sum] = c
-		m.Files = append(m.Files, FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: KindConfig})
+		m.Files = append(m.Files, snapshot.FileMeta{Path: fmt.Sprintf("applications/shard-%05d.json", i), SHA256: sum, Size: int64(len(c)), Kind: snapshot.KindConfig})
 	}
 	if err := w.Write(m, func(sum string) ([]byte, error) { return content[sum], nil }); err != nil {
 		b.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Writer installs snapshots into the shared volume. It is the agent's half of the
@@ -44,10 +46,10 @@ type currentIndex struct {
 }
 
 // file returns the first file of the current version with this content.
-func (idx *currentIndex) file(sha256hex string) (FileMeta, bool) {
+func (idx *currentIndex) file(sha256hex string) (snapshot.FileMeta, bool) {
 	i, ok := idx.bySHA[sha256hex]
 	if !ok {
-		return FileMeta{}, false
+		return snapshot.FileMeta{}, false
 	}
 	return idx.manifest.Files[i], true
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 func TestWriterKeepsCurrentAndPreviousOnly(t *testing.T) {
@@ -140,8 +142,8 @@ func TestWriterModes(t *testing.T) {
 			name: "with a secret, every directory is 0700 and secrets are 0600",
 			files: []fileSpec{
 				secret("secrets/backend/token", "t"),
-				{path: "config/extensions.json", kind: KindConfig, content: "{}", mode: 0o644},
-				{path: "config/secret-looking.json", kind: KindSecret, content: "s", mode: 0o644},
+				{path: "config/extensions.json", kind: snapshot.KindConfig, content: "{}", mode: 0o644},
+				{path: "config/secret-looking.json", kind: snapshot.KindSecret, content: "s", mode: 0o644},
 			},
 			want: map[string]fs.FileMode{
 				".":                          0o700,
@@ -157,11 +159,11 @@ func TestWriterModes(t *testing.T) {
 		{
 			name: "without secrets, group may read",
 			files: []fileSpec{
-				{path: "config/a.json", kind: KindConfig, content: "a"},                  // no mode given
-				{path: "config/b.json", kind: KindConfig, content: "b", mode: 0o666},     // others' bits dropped
-				{path: "policy/run.sh", kind: KindPolicy, content: "c", mode: 0o755},     // exec kept for owner and group
-				{path: "policy/wo.rego", kind: KindPolicy, content: "d", mode: 0o200},    // owner-read added
-				{path: "policy/x/y/z.rego", kind: KindPolicy, content: "e", mode: 0o440}, // deep
+				{path: "config/a.json", kind: snapshot.KindConfig, content: "a"},                  // no mode given
+				{path: "config/b.json", kind: snapshot.KindConfig, content: "b", mode: 0o666},     // others' bits dropped
+				{path: "policy/run.sh", kind: snapshot.KindPolicy, content: "c", mode: 0o755},     // exec kept for owner and group
+				{path: "policy/wo.rego", kind: snapshot.KindPolicy, content: "d", mode: 0o200},    // owner-read added
+				{path: "policy/x/y/z.rego", kind: snapshot.KindPolicy, content: "e", mode: 0o440}, // deep
 			},
 			want: map[string]fs.FileMode{
 				".":                 0o750,

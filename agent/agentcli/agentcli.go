@@ -24,6 +24,8 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/client"
+	"github.com/gatehouse-dev/gatehouse/logflags"
+	"github.com/gatehouse-dev/gatehouse/memflags"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
@@ -48,8 +50,8 @@ type Options struct {
 	MaxFileBytes   int64
 	MaxTotalBytes  int64
 	MaxFiles       int
-	MemoryLimit    string
-	Log            LogOptions
+	Memory         memflags.Options
+	Log            logflags.Options
 }
 
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -74,8 +76,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
-	fs.StringVar(&o.MemoryLimit, "memory-limit", DefaultMemoryLimit,
-		"soft limit on the Go runtime's memory (KiB, MiB, GiB or bytes; 0: none); $GOMEMLIMIT wins unless this flag is given")
+	o.Memory.AddFlags(fs, DefaultMemoryLimit, 0)
 	o.Log.AddFlags(fs)
 }
 
@@ -96,10 +97,7 @@ func (o *Options) Validate() []error {
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
 	}
-	if _, err := parseBytes(o.MemoryLimit); err != nil {
-		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
-	}
-	return errs
+	return append(errs, o.Memory.Validate()...)
 }
 
 // NewCommand returns the agent command named use ("agent" under
@@ -121,7 +119,7 @@ cleanly and exits 0.`,
 			if errs := o.Validate(); len(errs) > 0 {
 				return errors.Join(errs...)
 			}
-			applyMemoryLimit(o.MemoryLimit, cmd.Flags().Changed("memory-limit"))
+			o.Memory.Apply(cmd.Flags())
 			return Run(cmd.Context(), o, version, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}

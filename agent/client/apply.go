@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // handle takes one announced version through download, write,
@@ -176,43 +176,46 @@ func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed
 	return nil
 }
 
-// toManifest converts and validates an announcement. Per-file problems are
-// returned as FileErrors so the controller's registry can show them.
+// toManifest converts and validates a full announcement. Per-file problems
+// are returned as FileErrors so the controller's registry can show them.
 func toManifest(c *agentv1.ConfigAvailable, l sidecar.Limits) (*sidecar.Manifest, []*agentv1.FileError, error) {
-	m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: c.GetVersion()}
+	files, fileErrs, err := toFiles(c.GetVersion(), c.GetManifest().GetFiles())
+	if err != nil {
+		return nil, fileErrs, err
+	}
+	return newManifest(c.GetVersion(), files, l)
+}
+
+// toFiles converts announced entries, checking each one's kind and path:
+// the one place the agent turns the protocol's FileMetas into the snapshot
+// model.
+func toFiles(version string, wire []*agentv1.FileMeta) ([]snapshot.FileMeta, []*agentv1.FileError, error) {
+	files := make([]snapshot.FileMeta, 0, len(wire))
 	var fileErrs []*agentv1.FileError
-	for _, f := range c.GetManifest().GetFiles() {
-		kind, err := toKind(f.GetKind())
+	for _, w := range wire {
+		f, err := w.SnapshotFileMeta()
+		if err == nil {
+			err = sidecar.ValidatePath(f.Path)
+		}
 		if err != nil {
-			fileErrs = append(fileErrs, &agentv1.FileError{Path: f.GetPath(), Error: err.Error()})
+			fileErrs = append(fileErrs, &agentv1.FileError{Path: w.GetPath(), Error: err.Error()})
 			continue
 		}
-		if err := sidecar.ValidatePath(f.GetPath()); err != nil {
-			fileErrs = append(fileErrs, &agentv1.FileError{Path: f.GetPath(), Error: err.Error()})
-		}
-		m.Files = append(m.Files, sidecar.FileMeta{
-			Path: f.GetPath(), SHA256: f.GetSha256(), Size: int64(min(f.GetSize(), 1<<62)),
-			Mode: fs.FileMode(f.GetMode()), Kind: kind,
-		})
+		files = append(files, f)
 	}
 	if len(fileErrs) > 0 {
 		return nil, fileErrs, fmt.Errorf("manifest of version %q has %d bad file(s), first: %s: %s",
-			c.GetVersion(), len(fileErrs), fileErrs[0].GetPath(), fileErrs[0].GetError())
+			version, len(fileErrs), fileErrs[0].GetPath(), fileErrs[0].GetError())
 	}
-	if err := m.Validate(l); err != nil {
-		return nil, nil, fmt.Errorf("manifest of version %q: %w", c.GetVersion(), err)
-	}
-	return m, nil, nil
+	return files, nil, nil
 }
 
-func toKind(k agentv1.FileKind) (sidecar.Kind, error) {
-	switch k {
-	case agentv1.FileKind_FILE_KIND_CONFIG:
-		return sidecar.KindConfig, nil
-	case agentv1.FileKind_FILE_KIND_SECRET:
-		return sidecar.KindSecret, nil
-	case agentv1.FileKind_FILE_KIND_POLICY:
-		return sidecar.KindPolicy, nil
+// newManifest is the volume's manifest of a version with these files,
+// validated against the agent's limits.
+func newManifest(version string, files []snapshot.FileMeta, l sidecar.Limits) (*sidecar.Manifest, []*agentv1.FileError, error) {
+	m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: version, Files: files}
+	if err := m.Validate(l); err != nil {
+		return nil, nil, fmt.Errorf("manifest of version %q: %w", version, err)
 	}
-	return "", fmt.Errorf("unknown file kind %v", k)
+	return m, nil, nil
 }

@@ -19,7 +19,7 @@ func BenchmarkDeltaManifest(b *testing.B) {
 		files = append(files, meta(fmt.Sprintf("applications/shard-%05d.json", i), c))
 		content[sha(c)] = []byte(c)
 	}
-	base := &agentv1.ConfigAvailable{Version: agentv1.ManifestVersion(files), Manifest: &agentv1.Manifest{Files: files}}
+	base := &agentv1.ConfigAvailable{Version: versionOf(b, files), Manifest: &agentv1.Manifest{Files: files}}
 	w, err := sidecar.NewWriter(b.TempDir(), sidecar.DefaultLimits(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -34,7 +34,7 @@ func BenchmarkDeltaManifest(b *testing.B) {
 	}
 	next := append([]*agentv1.FileMeta(nil), files...)
 	next[42] = meta(next[42].GetPath(), "changed")
-	delta := &agentv1.ConfigAvailable{Version: agentv1.ManifestVersion(next), BaseVersion: base.GetVersion(), Changed: []*agentv1.FileMeta{next[42]}}
+	delta := &agentv1.ConfigAvailable{Version: versionOf(b, next), BaseVersion: base.GetVersion(), Changed: []*agentv1.FileMeta{next[42]}}
 	for b.Loop() {
 		if _, _, err := a.manifestOf(delta); err != nil {
 			b.Fatal(err)

@@ -9,40 +9,60 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 func meta(path, content string) *agentv1.FileMeta {
 	return &agentv1.FileMeta{Path: path, Sha256: sha(content), Size: uint64(len(content)), Mode: 0o644, Kind: agentv1.FileKind_FILE_KIND_CONFIG}
 }
 
-func paths(files []*agentv1.FileMeta) []string {
+// file is meta in the snapshot model.
+func file(path, content string) snapshot.FileMeta {
+	return snapshot.FileMeta{Path: path, SHA256: sha(content), Size: int64(len(content)), Mode: 0o644, Kind: snapshot.KindConfig}
+}
+
+// versionOf is the version the server names a manifest of these entries.
+func versionOf(t testing.TB, wire []*agentv1.FileMeta) string {
+	t.Helper()
+	files := make([]snapshot.FileMeta, len(wire))
+	for i, w := range wire {
+		f, err := w.SnapshotFileMeta()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = f
+	}
+	return snapshot.VersionOf(files)
+}
+
+func paths(files []snapshot.FileMeta) []string {
 	var out []string
 	for _, f := range files {
-		out = append(out, f.GetPath()+"="+f.GetSha256()[:4])
+		out = append(out, f.Path+"="+f.SHA256[:4])
 	}
 	return out
 }
 
 func TestApplyDelta(t *testing.T) {
-	base := []*agentv1.FileMeta{meta("a", "1"), meta("b", "2"), meta("d", "4")}
+	base := []snapshot.FileMeta{file("a", "1"), file("b", "2"), file("d", "4")}
 	tests := []struct {
 		name    string
-		changed []*agentv1.FileMeta
+		changed []snapshot.FileMeta
 		removed []string
-		want    []*agentv1.FileMeta
+		want    []snapshot.FileMeta
 		wantErr string
 	}{
 		{name: "nothing", want: base},
-		{name: "replace", changed: []*agentv1.FileMeta{meta("b", "x")}, want: []*agentv1.FileMeta{meta("a", "1"), meta("b", "x"), meta("d", "4")}},
-		{name: "add first, middle, last", changed: []*agentv1.FileMeta{meta("0", "0"), meta("c", "3"), meta("e", "5")},
-			want: []*agentv1.FileMeta{meta("0", "0"), meta("a", "1"), meta("b", "2"), meta("c", "3"), meta("d", "4"), meta("e", "5")}},
-		{name: "remove first and last", removed: []string{"a", "d"}, want: []*agentv1.FileMeta{meta("b", "2")}},
-		{name: "remove everything", removed: []string{"a", "b", "d"}, want: []*agentv1.FileMeta{}},
+		{name: "replace", changed: []snapshot.FileMeta{file("b", "x")}, want: []snapshot.FileMeta{file("a", "1"), file("b", "x"), file("d", "4")}},
+		{name: "add first, middle, last", changed: []snapshot.FileMeta{file("0", "0"), file("c", "3"), file("e", "5")},
+			want: []snapshot.FileMeta{file("0", "0"), file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4"), file("e", "5")}},
+		{name: "remove first and last", removed: []string{"a", "d"}, want: []snapshot.FileMeta{file("b", "2")}},
+		{name: "remove everything", removed: []string{"a", "b", "d"}, want: []snapshot.FileMeta{}},
 		{name: "remove a path the base lacks", removed: []string{"c"}, wantErr: `"c" is not in the base`},
 		{name: "remove past the end", removed: []string{"z"}, wantErr: `"z" is not in the base`},
-		{name: "changed and removed", changed: []*agentv1.FileMeta{meta("b", "x")}, removed: []string{"b"}, wantErr: "also changed"},
-		{name: "changed unsorted", changed: []*agentv1.FileMeta{meta("c", "3"), meta("b", "x")}, wantErr: "not sorted"},
-		{name: "changed repeated", changed: []*agentv1.FileMeta{meta("c", "3"), meta("c", "x")}, wantErr: "repeated"},
+		{name: "changed and removed", changed: []snapshot.FileMeta{file("b", "x")}, removed: []string{"b"}, wantErr: "also changed"},
+		{name: "changed unsorted", changed: []snapshot.FileMeta{file("c", "3"), file("b", "x")}, wantErr: "not sorted"},
+		{name: "changed repeated", changed: []snapshot.FileMeta{file("c", "3"), file("c", "x")}, wantErr: "repeated"},
 		{name: "removed unsorted", removed: []string{"d", "a"}, wantErr: "not sorted"},
 	}
 	for _, tt := range tests {
@@ -61,22 +81,24 @@ func TestApplyDelta(t *testing.T) {
 	}
 }
 
-// The agent's conversion of a manifest read back from disk must hash to
-// the version the server computed from its own FileMetas, or every delta
-// would fall back to the full manifest.
+// What the agent records of a manifest the server announced must hash to
+// the version the server computed from its own files, or every delta would
+// fall back to the full manifest.
 func TestManifestRoundTripKeepsTheVersion(t *testing.T) {
-	files := []*agentv1.FileMeta{
-		meta("config/a.json", "a"),
-		{Path: "policies/p.rego", Sha256: sha("p"), Size: 1, Mode: 0o640, Kind: agentv1.FileKind_FILE_KIND_POLICY},
-		{Path: "secrets/s", Sha256: sha("s"), Size: 1, Mode: 0o600, Kind: agentv1.FileKind_FILE_KIND_SECRET},
-	}
-	want := agentv1.ManifestVersion(files)
-	m, _, err := toManifest(&agentv1.ConfigAvailable{Version: "v1", Manifest: &agentv1.Manifest{Files: files}}, sidecar.DefaultLimits())
+	snap, err := snapshot.New([]snapshot.File{
+		{Path: "config/a.json", Data: []byte("a")},
+		{Path: "policies/p.rego", Kind: snapshot.KindPolicy, Mode: 0o640, Data: []byte("p")},
+		{Path: "secrets/s", Kind: snapshot.KindSecret, Data: []byte("s")},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := agentv1.ManifestVersion(toProtoFiles(m.Files)); got != want {
-		t.Fatalf("round trip hashes to %s, want %s", got, want)
+	m, _, err := toManifest(&agentv1.ConfigAvailable{Version: snap.Version(), Manifest: agentv1.NewManifest(snap.Files())}, sidecar.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot.VersionOf(m.Files); got != snap.Version() {
+		t.Fatalf("round trip hashes to %s, want %s", got, snap.Version())
 	}
 }
 
@@ -86,28 +108,36 @@ func TestManifestRoundTripKeepsTheVersion(t *testing.T) {
 func FuzzApplyDelta(f *testing.F) {
 	seed, _ := proto.Marshal(&agentv1.ConfigAvailable{BaseVersion: "b", Changed: []*agentv1.FileMeta{meta("c", "3")}, Removed: []string{"a"}})
 	f.Add(seed)
-	base := []*agentv1.FileMeta{meta("a", "1"), meta("b", "2"), meta("d", "4")}
+	base := []snapshot.FileMeta{file("a", "1"), file("b", "2"), file("d", "4")}
 	f.Fuzz(func(t *testing.T, wire []byte) {
 		var c agentv1.ConfigAvailable
 		if proto.Unmarshal(wire, &c) != nil {
 			return
 		}
-		got, err := applyDelta(base, c.GetChanged(), c.GetRemoved())
+		var changed []snapshot.FileMeta
+		for _, w := range c.GetChanged() {
+			f, err := w.SnapshotFileMeta()
+			if err != nil {
+				return
+			}
+			changed = append(changed, f)
+		}
+		got, err := applyDelta(base, changed, c.GetRemoved())
 		if err != nil {
 			return
 		}
 		for i := 1; i < len(got); i++ {
-			if got[i-1].GetPath() >= got[i].GetPath() {
+			if got[i-1].Path >= got[i].Path {
 				t.Fatalf("result not sorted: %v", paths(got))
 			}
 		}
-		for _, ch := range c.GetChanged() {
-			if !slices.ContainsFunc(got, func(f *agentv1.FileMeta) bool { return f == ch }) {
-				t.Fatalf("changed %q missing from the result", ch.GetPath())
+		for _, ch := range changed {
+			if !slices.Contains(got, ch) {
+				t.Fatalf("changed %q missing from the result", ch.Path)
 			}
 		}
 		for _, r := range c.GetRemoved() {
-			if slices.ContainsFunc(got, func(f *agentv1.FileMeta) bool { return f.GetPath() == r }) {
+			if slices.ContainsFunc(got, func(f snapshot.FileMeta) bool { return f.Path == r }) {
 				t.Fatalf("removed %q still in the result", r)
 			}
 		}

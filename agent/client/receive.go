@@ -11,6 +11,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // download fetches the content of the stage's missing files (indexes into
@@ -67,8 +68,8 @@ func (a *Agent) download(ctx context.Context, rpc agentv1.CommanderClient, packe
 // file is checked against its hash as it is finished (sidecar.FileWriter).
 type receiver struct {
 	st     *sidecar.Stage
-	files  []sidecar.FileMeta // in stream order
-	order  []int              // their indexes in the stage's manifest
+	files  []snapshot.FileMeta // in stream order
+	order  []int               // their indexes in the stage's manifest
 	packed bool
 
 	header *agentv1.DownloadHeader

@@ -9,6 +9,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // newStage begins a version of files f0, f1, ... with contents on an empty
@@ -21,7 +22,7 @@ func newStage(t testing.TB, contents ...string) (*sidecar.Stage, []int) {
 	}
 	m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: "v1"}
 	for i, c := range contents {
-		m.Files = append(m.Files, sidecar.FileMeta{Path: fmt.Sprintf("f%d", i), SHA256: sha(c), Size: int64(len(c)), Kind: sidecar.KindConfig})
+		m.Files = append(m.Files, snapshot.FileMeta{Path: fmt.Sprintf("f%d", i), SHA256: sha(c), Size: int64(len(c)), Kind: snapshot.KindConfig})
 	}
 	st, err := w.Begin(m)
 	if err != nil {

@@ -165,8 +165,8 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 
 // announce sends snap to c: as a delta from base when that is smaller,
 // else the full announcement, which is encoded once per version and shared
-// by every agent (see Snapshot.fullAnnouncement).
-func (s *Server) announce(stream grpc.BidiStreamingServer[agentv1.Command, agentv1.Command], c *agentConn, snap, base *Snapshot) error {
+// by every agent (see published.fullAnnouncement).
+func (s *Server) announce(stream grpc.BidiStreamingServer[agentv1.Command, agentv1.Command], c *agentConn, snap, base *published) error {
 	if base != nil {
 		if ca, delta := snap.announcement(base); delta {
 			msgID := s.nextMessageID()

@@ -12,6 +12,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 func TestUnauthenticatedStreamsAreRefusedWithoutState(t *testing.T) {
@@ -305,13 +306,13 @@ func TestSlowAgentCoalescesAndBlocksNobody(t *testing.T) {
 	h := newHarness(t)
 	// Manifests of ~2000 files (~250 KB) overflow a 64 KiB flow-control
 	// window, so the server's Send to a non-reading agent blocks.
-	snaps := make([]*Snapshot, 10)
+	snaps := make([]*snapshot.Snapshot, 10)
 	for i := range snaps {
-		files := make([]File, 2000)
+		files := make([]snapshot.File, 2000)
 		for j := range files {
-			files[j] = File{Meta: &agentv1.FileMeta{Path: "config/extensions/ext-" + pad(j) + ".yaml"}, Content: []byte(pad(i*10000 + j))}
+			files[j] = snapshot.File{Path: "config/extensions/ext-" + pad(j) + ".yaml", Data: []byte(pad(i*10000 + j))}
 		}
-		snap, err := NewSnapshot(files)
+		snap, err := snapshot.New(files)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +381,7 @@ func TestNoUpdateLostBetweenSubscribeAndSend(t *testing.T) {
 			after := 0
 			for i := 0; ; i++ {
 				// (t.Fatal may not be called off the test goroutine.)
-				snap, err := NewSnapshot([]File{{Meta: &agentv1.FileMeta{Path: "v"}, Content: []byte("race-" + pad(r) + "-" + pad(i))}})
+				snap, err := snapshot.New([]snapshot.File{{Path: "v", Data: []byte("race-" + pad(r) + "-" + pad(i))}})
 				if err == nil {
 					err = h.srv.Publish(snap)
 				}

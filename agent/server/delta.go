@@ -14,7 +14,7 @@ import (
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 )
 
-// maxDeltasPerVersion bounds Snapshot.deltas. The server only builds deltas
+// maxDeltasPerVersion bounds published.deltas. The server only builds deltas
 // from the versions it still holds (current and previous), so a version
 // meets one or two bases in its life; the bound only guards against a bug
 // turning the cache into a leak.
@@ -35,7 +35,7 @@ type deltaWire struct {
 // A one-file change of a 10,000-file version is a 200-byte delta against a
 // 1 MB manifest; sending the manifest to 1,000 agents cost the server over
 // a second of CPU per change and a gigabyte on the wire.
-func (s *Snapshot) announcement(base *Snapshot) (ca *agentv1.ConfigAvailable, delta bool) {
+func (s *published) announcement(base *published) (ca *agentv1.ConfigAvailable, delta bool) {
 	wire := s.manifestWire
 	if base != nil && base != s {
 		if d := s.deltaFrom(base); d != nil && len(d) < len(wire) {
@@ -63,7 +63,7 @@ type preparedAnnouncement struct {
 
 // fullAnnouncement returns the prepared full announcement, encoding it with
 // stream's codec on the first call.
-func (s *Snapshot) fullAnnouncement(stream grpc.ServerStream, msgPrefix string, now time.Time) (*preparedAnnouncement, error) {
+func (s *published) fullAnnouncement(stream grpc.ServerStream, msgPrefix string, now time.Time) (*preparedAnnouncement, error) {
 	p := &s.full
 	p.once.Do(func() {
 		p.msgID = msgPrefix + "v-" + s.version[:16]
@@ -82,7 +82,7 @@ func (s *Snapshot) fullAnnouncement(stream grpc.ServerStream, msgPrefix string, 
 
 // deltaFrom returns the encoded delta from base to s, building it on the
 // first call; nil if it cannot be built (the caller sends the manifest).
-func (s *Snapshot) deltaFrom(base *Snapshot) []byte {
+func (s *published) deltaFrom(base *published) []byte {
 	s.deltaMu.Lock()
 	d := s.deltas[base.version]
 	if d == nil {
@@ -105,7 +105,7 @@ func (s *Snapshot) deltaFrom(base *Snapshot) []byte {
 }
 
 // encodeDelta walks both manifests (sorted by path) side by side.
-func encodeDelta(base, next *Snapshot) ([]byte, error) {
+func encodeDelta(base, next *published) ([]byte, error) {
 	d := &agentv1.ConfigAvailable{BaseVersion: base.version}
 	a, b := base.manifest.GetFiles(), next.manifest.GetFiles()
 	i, j := 0, 0

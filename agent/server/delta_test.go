@@ -58,27 +58,27 @@ func TestDeltaAnnouncement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, n := testSnapshot(t, base), testSnapshot(t, tt.next)
+			b, n := testPublished(t, base), testPublished(t, tt.next)
 			ca, delta := n.announcement(b)
 			got := decodeAnnouncement(t, ca)
-			if delta != tt.wantDelta || got.GetVersion() != n.Version() {
-				t.Fatalf("delta %v, version %s; want %v, %s", delta, got.GetVersion(), tt.wantDelta, n.Version())
+			if delta != tt.wantDelta || got.GetVersion() != n.version {
+				t.Fatalf("delta %v, version %s; want %v, %s", delta, got.GetVersion(), tt.wantDelta, n.version)
 			}
 			if !delta {
-				if got.GetBaseVersion() != "" || !proto.Equal(got.GetManifest(), n.Manifest()) {
+				if got.GetBaseVersion() != "" || !proto.Equal(got.GetManifest(), n.manifest) {
 					t.Fatal("a full announcement without exactly the manifest")
 				}
 				return
 			}
-			if got.GetManifest() != nil || got.GetBaseVersion() != b.Version() {
-				t.Fatalf("delta with manifest %v, base %s; want none, %s", got.GetManifest(), got.GetBaseVersion(), b.Version())
+			if got.GetManifest() != nil || got.GetBaseVersion() != b.version {
+				t.Fatalf("delta with manifest %v, base %s; want none, %s", got.GetManifest(), got.GetBaseVersion(), b.version)
 			}
 			var changed []string
 			for _, f := range got.GetChanged() {
 				changed = append(changed, f.GetPath())
-				i := slices.IndexFunc(n.Files(), func(x File) bool { return x.Meta.GetPath() == f.GetPath() })
-				if !proto.Equal(f, n.Files()[i].Meta) {
-					t.Errorf("changed entry %v differs from the version's %v", f, n.Files()[i].Meta)
+				i := slices.IndexFunc(n.manifest.GetFiles(), func(x *agentv1.FileMeta) bool { return x.GetPath() == f.GetPath() })
+				if !proto.Equal(f, n.manifest.GetFiles()[i]) {
+					t.Errorf("changed entry %v differs from the version's %v", f, n.manifest.GetFiles()[i])
 				}
 			}
 			if !slices.Equal(changed, tt.wantChanged) || !slices.Equal(got.GetRemoved(), tt.wantRemoved) {
@@ -90,8 +90,8 @@ func TestDeltaAnnouncement(t *testing.T) {
 
 // Every agent serving the same base gets the same bytes, built once.
 func TestDeltaIsBuiltOncePerBase(t *testing.T) {
-	a := testSnapshot(t, map[string]string{"x": "1", "y": "2", "z": "3"})
-	b := testSnapshot(t, map[string]string{"x": "1", "y": "2", "z": "4"})
+	a := testPublished(t, map[string]string{"x": "1", "y": "2", "z": "3"})
+	b := testPublished(t, map[string]string{"x": "1", "y": "2", "z": "4"})
 	first, second := b.deltaFrom(a), b.deltaFrom(a)
 	if first == nil || &first[0] != &second[0] {
 		t.Fatal("the delta was encoded again for the second agent")
@@ -125,7 +125,7 @@ func TestDeltaAnnouncementsAndManifestRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := ag.nextConfig().GetConfigAvailable()
-	if full.GetVersion() != v2.Version() || full.GetBaseVersion() != "" || !proto.Equal(full.GetManifest(), v2.Manifest()) {
+	if full.GetVersion() != v2.Version() || full.GetBaseVersion() != "" || !proto.Equal(full.GetManifest(), agentv1.NewManifest(v2.Files())) {
 		t.Fatalf("after a ManifestRequest: %v; want v2 in full", full)
 	}
 

@@ -3,8 +3,11 @@
 // authenticates every stream (package authn), announces snapshot versions
 // and records what each agent made of them, and serves file content.
 //
-// What a snapshot contains is decided elsewhere (controlplane/); this package
-// only takes finished, immutable Snapshots through Publish and delivers them:
+// What a snapshot is and contains is decided elsewhere (package snapshot,
+// controlplane/); this package takes finished, immutable snapshot.Snapshots
+// through Publish, keeps what it prepares to send them (manifests,
+// announcements, deltas, cold-start downloads) per version, and delivers
+// them:
 //
 //   - every agent is told the newest version; an agent that is slow to read
 //     never delays the others, because each agent has a one-slot queue that

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Download implements agentv1.CommanderServer: it streams the content of
@@ -47,9 +48,9 @@ func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStream
 		seen[h] = true
 		// Look up first: every key of byHash is a valid hash, so only a
 		// miss needs the format check, for the error message.
-		b, ok := snap.content(h)
+		b, ok := snap.snap.Content(h)
 		if !ok {
-			if !isSHA256Hex(h) {
+			if !snapshot.ValidSHA256(h) {
 				return status.Errorf(codes.InvalidArgument, "%q is not a lower-case hex SHA-256", truncate(h, 80))
 			}
 			return status.Errorf(codes.NotFound, "version %s has no file with sha256 %s", snap.version, h)
@@ -88,16 +89,4 @@ func (s *Server) Download(req *agentv1.DownloadRequest, stream grpc.ServerStream
 		}
 	}
 	return nil
-}
-
-func isSHA256Hex(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for _, c := range []byte(h) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // download runs a Download and reassembles it, checking the stream's
@@ -153,7 +154,7 @@ func TestDownload(t *testing.T) {
 func TestDownloadChunkSizeIsClamped(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.ChunkBytes = 16 << 20 })
 	content := bytes.Repeat([]byte("z"), 9<<20)
-	snap, err := NewSnapshot([]File{{Meta: &agentv1.FileMeta{Path: "big"}, Content: content}})
+	snap, err := snapshot.New([]snapshot.File{{Path: "big", Data: content}})
 	if err != nil {
 		t.Fatal(err)
 	}

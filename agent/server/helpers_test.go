@@ -28,6 +28,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Static tokens every harness accepts.
@@ -412,22 +413,32 @@ func (a *testAgent) ended() (codes.Code, string) {
 // ---- snapshots and waiting ----
 
 // testSnapshot builds a snapshot from path → content pairs.
-func testSnapshot(t testing.TB, files map[string]string) *Snapshot {
+func testSnapshot(t testing.TB, files map[string]string) *snapshot.Snapshot {
 	t.Helper()
-	var fs []File
+	var fs []snapshot.File
 	for p, c := range files {
-		fs = append(fs, File{Meta: &agentv1.FileMeta{Path: p}, Content: []byte(c)})
+		fs = append(fs, snapshot.File{Path: p, Data: []byte(c)})
 	}
-	snap, err := NewSnapshot(fs)
+	snap, err := snapshot.New(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return snap
 }
 
+// testPublished is testSnapshot as the server holds it once published.
+func testPublished(t testing.TB, files map[string]string) *published {
+	t.Helper()
+	p, err := prepare(testSnapshot(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // numbered returns n distinct small snapshots.
-func numbered(t testing.TB, prefix string, n int) []*Snapshot {
-	snaps := make([]*Snapshot, n)
+func numbered(t testing.TB, prefix string, n int) []*snapshot.Snapshot {
+	snaps := make([]*snapshot.Snapshot, n)
 	for i := range snaps {
 		snaps[i] = testSnapshot(t, map[string]string{"config/version.txt": fmt.Sprintf("%s-%d", prefix, i)})
 	}
@@ -454,7 +465,7 @@ func (h *harness) agent(id string) (AgentStatus, bool) {
 	return AgentStatus{}, false
 }
 
-func mustPublish(t testing.TB, s *Server, snap *Snapshot) {
+func mustPublish(t testing.TB, s *Server, snap *snapshot.Snapshot) {
 	t.Helper()
 	if err := s.Publish(snap); err != nil {
 		t.Fatal(err)

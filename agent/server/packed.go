@@ -33,11 +33,11 @@ type wholeVersion struct {
 }
 
 // prepare encodes the answer with stream's codec on the first call.
-func (w *wholeVersion) prepare(snap *Snapshot, chunk int, stream grpc.ServerStream) error {
+func (w *wholeVersion) prepare(snap *published, chunk int, stream grpc.ServerStream) error {
 	w.once.Do(func() {
 		sum := sha256.New()
 		for _, f := range snap.files {
-			sum.Write([]byte(f.Meta.Sha256 + "\n"))
+			sum.Write([]byte(f.SHA256 + "\n"))
 		}
 		add := func(m *agentv1.DataChunk, n int) bool {
 			pm := &grpc.PreparedMsg{}
@@ -60,8 +60,8 @@ func (w *wholeVersion) prepare(snap *Snapshot, chunk int, stream grpc.ServerStre
 			buf = buf[:0]
 			return ok
 		}
-		for _, f := range snap.files {
-			for b := f.Content; len(b) > 0; {
+		for i := range snap.files {
+			for b := snap.snap.Data(i); len(b) > 0; {
 				k := min(chunk-len(buf), len(b))
 				buf, b = append(buf, b[:k]...), b[k:]
 				if len(buf) == chunk && !flush() {
@@ -81,7 +81,7 @@ func (w *wholeVersion) prepare(snap *Snapshot, chunk int, stream grpc.ServerStre
 // at most ChunkBytes. A 10,000-file version goes in about ten messages
 // instead of 10,000, each of which cost a marshal, an HTTP/2 frame and a
 // trip through gRPC's writer.
-func (s *Server) downloadPacked(snap *Snapshot, bitmap []byte, stream grpc.ServerStreamingServer[agentv1.DataChunk]) error {
+func (s *Server) downloadPacked(snap *published, bitmap []byte, stream grpc.ServerStreamingServer[agentv1.DataChunk]) error {
 	n, err := agentv1.ParseFileBitmap(bitmap, len(snap.files))
 	if err != nil {
 		return status.Errorf(codes.InvalidArgument, "download from version %s: %v", snap.version, err)
@@ -119,8 +119,8 @@ func (s *Server) downloadPacked(snap *Snapshot, bitmap []byte, stream grpc.Serve
 	var total uint64
 	for i, f := range snap.files {
 		if sel.Has(i) {
-			sum.Write([]byte(f.Meta.Sha256 + "\n"))
-			total += f.Meta.Size
+			sum.Write([]byte(f.SHA256 + "\n"))
+			total += uint64(f.Size)
 		}
 	}
 	if err := header(total, hex.EncodeToString(sum.Sum(nil))); err != nil {
@@ -129,11 +129,11 @@ func (s *Server) downloadPacked(snap *Snapshot, bitmap []byte, stream grpc.Serve
 	// A fresh buffer per chunk: gRPC may still hold a sent message.
 	left := total
 	buf := make([]byte, 0, min(uint64(chunk), left))
-	for i, f := range snap.files {
+	for i := range snap.files {
 		if !sel.Has(i) {
 			continue
 		}
-		for b := f.Content; len(b) > 0; {
+		for b := snap.snap.Data(i); len(b) > 0; {
 			k := min(cap(buf)-len(buf), len(b))
 			buf, b = append(buf, b[:k]...), b[k:]
 			if len(buf) == cap(buf) {

@@ -153,7 +153,7 @@ type agentConn struct {
 	recvErr chan error
 	// pending is the newest announcement not yet sent; guarded by
 	// Server.mu. Setting it again replaces it: that is the coalescing.
-	pending *Snapshot
+	pending *published
 	// delta says the agent takes delta announcements (set at connect);
 	// needFull, guarded by Server.mu, that it asked for the next one in
 	// full because it lacked the base of a delta.
@@ -173,7 +173,7 @@ type sentAnnouncement struct {
 const maxAwaited = 16
 
 // offer queues snap for the agent; Server.mu must be held.
-func (c *agentConn) offer(snap *Snapshot) {
+func (c *agentConn) offer(snap *published) {
 	c.pending = snap
 	select {
 	case c.wake <- struct{}{}:
@@ -369,7 +369,7 @@ func (s *Server) prune(now time.Time) {
 // takePending empties c's slot. base is the version to announce it as a
 // delta from, or nil for the full manifest: the version the agent serves,
 // if it takes deltas and the server still holds that version.
-func (s *Server) takePending(c *agentConn) (snap, base *Snapshot) {
+func (s *Server) takePending(c *agentConn) (snap, base *published) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap = c.pending

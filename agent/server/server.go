@@ -24,7 +24,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
-	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Defaults and bounds of Options.
@@ -44,11 +44,11 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxHandshakes    = 256
 
-	// The limits are the agents' own (sidecar), so a snapshot the server
-	// publishes is one agents will take.
-	DefaultMaxFiles      = sidecar.DefaultMaxFiles
-	DefaultMaxFileBytes  = sidecar.DefaultMaxFileBytes
-	DefaultMaxTotalBytes = sidecar.DefaultMaxTotalBytes
+	// The limits are the agents' own (snapshot's defaults), so a snapshot
+	// the server publishes is one agents will take.
+	DefaultMaxFiles      = snapshot.DefaultMaxFiles
+	DefaultMaxFileBytes  = snapshot.DefaultMaxFileBytes
+	DefaultMaxTotalBytes = snapshot.DefaultMaxTotalBytes
 
 	// connectTimeout bounds the wait for an agent's connect_request.
 	connectTimeout = 30 * time.Second
@@ -182,8 +182,8 @@ type Server struct {
 	// mu guards the snapshots, the registry and every agent's queue slot,
 	// so registering an agent and publishing a version never interleave.
 	mu       sync.Mutex
-	current  *Snapshot
-	previous *Snapshot // still downloadable, for agents mid-download
+	current  *published
+	previous *published // still downloadable, for agents mid-download
 	agents   map[string]*agentRecord
 	closing  bool
 	serving  bool
@@ -327,45 +327,54 @@ func (s *Server) closeAll() int {
 // Publish makes snap the current version and announces it to every
 // connected agent, except that publishing the current version again does
 // nothing. It never waits for agents. The version before stays
-// downloadable until the next Publish.
-func (s *Server) Publish(snap *Snapshot) error {
+// downloadable until the next Publish. What the server prepares to deliver
+// snap (its manifest on the wire) is built here, once, outside the lock
+// agents register under.
+func (s *Server) Publish(snap *snapshot.Snapshot) error {
 	if snap == nil {
 		return errors.New("publish snapshot: nil snapshot")
 	}
 	if err := s.checkLimits(snap); err != nil {
 		return fmt.Errorf("publish snapshot %s: %w", snap.Version(), err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.current != nil && s.current.version == snap.version {
+	if s.currentVersion() == snap.Version() {
 		return nil
 	}
-	s.previous, s.current = s.current, snap
+	p, err := prepare(snap)
+	if err != nil {
+		return fmt.Errorf("publish snapshot %s: %w", snap.Version(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current != nil && s.current.version == p.version {
+		return nil
+	}
+	s.previous, s.current = s.current, p
 	n := 0
 	now := s.now()
 	for _, rec := range s.agents {
 		clear(rec.rejected)
 		s.trackBehind(rec, now)
 		if rec.conn != nil {
-			rec.conn.offer(snap)
+			rec.conn.offer(p)
 			n++
 		}
 	}
-	s.log.Info("snapshot published", "version", snap.version, "files", len(snap.files), "bytes", snap.totalBytes, "agents", n)
+	s.log.Info("snapshot published", "version", p.version, "files", len(p.files), "bytes", p.totalBytes, "agents", n)
 	return nil
 }
 
-func (s *Server) checkLimits(snap *Snapshot) error {
+func (s *Server) checkLimits(snap *snapshot.Snapshot) error {
 	l := s.o.Limits
-	if uint64(len(snap.files)) > uint64(l.MaxFiles) {
-		return fmt.Errorf("%d files, limit %d", len(snap.files), l.MaxFiles)
+	if uint64(len(snap.Files())) > uint64(l.MaxFiles) {
+		return fmt.Errorf("%d files, limit %d", len(snap.Files()), l.MaxFiles)
 	}
-	if snap.totalBytes > l.MaxTotalBytes {
-		return fmt.Errorf("%d bytes in total, limit %d", snap.totalBytes, l.MaxTotalBytes)
+	if uint64(snap.TotalBytes()) > l.MaxTotalBytes {
+		return fmt.Errorf("%d bytes in total, limit %d", snap.TotalBytes(), l.MaxTotalBytes)
 	}
-	for _, f := range snap.files {
-		if f.Meta.Size > l.MaxFileBytes {
-			return fmt.Errorf("file %s has %d bytes, limit %d", f.Meta.Path, f.Meta.Size, l.MaxFileBytes)
+	for _, f := range snap.Files() {
+		if uint64(f.Size) > l.MaxFileBytes {
+			return fmt.Errorf("file %s has %d bytes, limit %d", f.Path, f.Size, l.MaxFileBytes)
 		}
 	}
 	return nil
@@ -382,18 +391,18 @@ func (s *Server) currentVersion() string {
 }
 
 // snapshot returns the current or previous snapshot with the version.
-func (s *Server) snapshot(version string) *Snapshot {
+func (s *Server) snapshot(version string) *published {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.heldLocked(version)
 }
 
 // heldLocked is snapshot with s.mu held.
-func (s *Server) heldLocked(version string) *Snapshot {
+func (s *Server) heldLocked(version string) *published {
 	if version == "" {
 		return nil
 	}
-	for _, snap := range []*Snapshot{s.current, s.previous} {
+	for _, snap := range []*published{s.current, s.previous} {
 		if snap != nil && snap.version == version {
 			return snap
 		}

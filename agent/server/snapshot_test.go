@@ -2,164 +2,14 @@ package server
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
-
-func TestNewSnapshot(t *testing.T) {
-	files := func(order ...string) []File {
-		var fs []File
-		for _, p := range order {
-			fs = append(fs, File{Meta: &agentv1.FileMeta{Path: p}, Content: []byte("content of " + p)})
-		}
-		return fs
-	}
-	a, err := NewSnapshot(files("b/x", "a", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewSnapshot(files("c", "a", "b/x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Version() != b.Version() || len(a.Version()) != 64 {
-		t.Errorf("same files in another order: versions %s and %s", a.Version(), b.Version())
-	}
-	var paths []string
-	for _, f := range a.Files() {
-		paths = append(paths, f.Meta.Path)
-		if f.Meta.Sha256 != hashOf(string(f.Content)) || f.Meta.Size != uint64(len(f.Content)) || f.Meta.Mode != 0o644 || f.Meta.Kind != agentv1.FileKind_FILE_KIND_CONFIG {
-			t.Errorf("file %s metadata %v not filled in", f.Meta.Path, f.Meta)
-		}
-	}
-	if strings.Join(paths, ",") != "a,b/x,c" {
-		t.Errorf("files not sorted: %v", paths)
-	}
-
-	// Every field of the metadata is part of the version.
-	for name, change := range map[string]func(*agentv1.FileMeta, *[]byte){
-		"content": func(_ *agentv1.FileMeta, c *[]byte) { *c = []byte("other") },
-		"path":    func(m *agentv1.FileMeta, _ *[]byte) { m.Path = "z" },
-		"mode":    func(m *agentv1.FileMeta, _ *[]byte) { m.Mode = 0o640 },
-		"kind":    func(m *agentv1.FileMeta, _ *[]byte) { m.Kind = agentv1.FileKind_FILE_KIND_POLICY },
-	} {
-		fs := files("a", "b/x", "c")
-		change(fs[0].Meta, &fs[0].Content)
-		s, err := NewSnapshot(fs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Version() == a.Version() {
-			t.Errorf("changing the %s keeps the version", name)
-		}
-	}
-
-	secret, err := NewSnapshot([]File{{Meta: &agentv1.FileMeta{Path: "s", Kind: agentv1.FileKind_FILE_KIND_SECRET}}})
-	if err != nil || secret.Files()[0].Meta.Mode != 0o600 {
-		t.Errorf("secret default mode: %v %v", err, secret)
-	}
-
-	given := &agentv1.FileMeta{Path: "a"}
-	if _, err := NewSnapshot([]File{{Meta: given, Content: []byte("x")}}); err != nil || given.Sha256 != "" {
-		t.Errorf("NewSnapshot modified its input: %v", given)
-	}
-
-	for _, tc := range []struct {
-		name string
-		meta *agentv1.FileMeta
-		more []File
-	}{
-		{"no metadata", nil, nil},
-		{"empty path", &agentv1.FileMeta{}, nil},
-		{"absolute path", &agentv1.FileMeta{Path: "/etc/passwd"}, nil},
-		{"parent path", &agentv1.FileMeta{Path: "../x"}, nil},
-		{"unclean path", &agentv1.FileMeta{Path: "a//b"}, nil},
-		{"backslash", &agentv1.FileMeta{Path: `a\b`}, nil},
-		{"newline", &agentv1.FileMeta{Path: "a\nb"}, nil},
-		{"wrong sha256", &agentv1.FileMeta{Path: "a", Sha256: hashOf("other")}, nil},
-		{"wrong size", &agentv1.FileMeta{Path: "a", Size: 99}, nil},
-		{"setuid mode", &agentv1.FileMeta{Path: "a", Mode: 0o4755}, nil},
-		{"unknown kind", &agentv1.FileMeta{Path: "a", Kind: 42}, nil},
-		{"duplicate path", &agentv1.FileMeta{Path: "a"}, []File{{Meta: &agentv1.FileMeta{Path: "a"}}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := NewSnapshot(append([]File{{Meta: tc.meta, Content: []byte("x")}}, tc.more...)); err == nil {
-				t.Error("accepted")
-			}
-		})
-	}
-}
-
-func TestLoadDir(t *testing.T) {
-	dir := t.TempDir()
-	write := func(rel, content string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("extensions/metrics.yaml", "name: metrics")
-	write("secrets/backend-token", "s3cret")
-	write("policies/authz.rego", "package authz")
-	write("top.yaml", "x: 1")
-
-	snap, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]struct {
-		kind agentv1.FileKind
-		mode uint32
-	}{
-		"extensions/metrics.yaml": {agentv1.FileKind_FILE_KIND_CONFIG, 0o644},
-		"policies/authz.rego":     {agentv1.FileKind_FILE_KIND_POLICY, 0o644},
-		"secrets/backend-token":   {agentv1.FileKind_FILE_KIND_SECRET, 0o600},
-		"top.yaml":                {agentv1.FileKind_FILE_KIND_CONFIG, 0o644},
-	}
-	if len(snap.Files()) != len(want) {
-		t.Fatalf("files %v, want %d", snap.Manifest(), len(want))
-	}
-	for _, f := range snap.Files() {
-		w, ok := want[f.Meta.Path]
-		if !ok || f.Meta.Kind != w.kind || f.Meta.Mode != w.mode {
-			t.Errorf("%s: kind %v mode %#o, want %v %#o", f.Meta.Path, f.Meta.Kind, f.Meta.Mode, w.kind, w.mode)
-		}
-	}
-	if kindOf("secrets") != agentv1.FileKind_FILE_KIND_CONFIG {
-		t.Error("a top-level file named secrets counts as a secret")
-	}
-
-	// The same directory loads to the same version; through a symlinked
-	// root too.
-	link := filepath.Join(t.TempDir(), "current")
-	if err := os.Symlink(dir, link); err != nil {
-		t.Fatal(err)
-	}
-	again, err := LoadDir(link)
-	if err != nil || again.Version() != snap.Version() {
-		t.Fatalf("reload through a symlinked root: %v, version %v want %s", err, again, snap.Version())
-	}
-
-	// Symlinks inside are refused.
-	if err := os.Symlink("/etc/hostname", filepath.Join(dir, "extensions", "escape")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "symbolic link") {
-		t.Fatalf("symlink inside: %v, want refused", err)
-	}
-	if _, err := LoadDir(filepath.Join(dir, "missing")); err == nil {
-		t.Error("missing directory loaded")
-	}
-}
 
 func TestPublishRefusesSnapshotsOverLimits(t *testing.T) {
 	pair := writeTestPair(t)
@@ -206,11 +56,11 @@ func writeTestPair(t *testing.T) pairFiles {
 // The pre-encoded manifest must decode, on the agent's side, to exactly the
 // manifest the snapshot holds — and cost far less to send than encoding it.
 func TestAnnouncementCarriesTheManifest(t *testing.T) {
-	var files []File
+	var files []snapshot.File
 	for i := range 500 {
-		files = append(files, File{Meta: &agentv1.FileMeta{Path: fmt.Sprintf("apps/%03d.json", i)}, Content: []byte(fmt.Sprint(i))})
+		files = append(files, snapshot.File{Path: fmt.Sprintf("apps/%03d.json", i), Data: []byte(fmt.Sprint(i))})
 	}
-	snap, err := NewSnapshot(files)
+	snap, err := preparedSnapshot(files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,10 +74,10 @@ func TestAnnouncementCarriesTheManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca := got.GetConfigAvailable()
-	if ca.GetVersion() != snap.Version() {
-		t.Fatalf("version %q, want %q", ca.GetVersion(), snap.Version())
+	if ca.GetVersion() != snap.version {
+		t.Fatalf("version %q, want %q", ca.GetVersion(), snap.version)
 	}
-	if !proto.Equal(ca.GetManifest(), snap.Manifest()) {
+	if !proto.Equal(ca.GetManifest(), agentv1.NewManifest(snap.snap.Files())) {
 		t.Fatal("decoded manifest differs from the snapshot's")
 	}
 	if len(ca.ProtoReflect().GetUnknown()) != 0 {
@@ -236,18 +86,18 @@ func TestAnnouncementCarriesTheManifest(t *testing.T) {
 }
 
 func BenchmarkAnnouncement(b *testing.B) {
-	var files []File
+	var files []snapshot.File
 	for i := range 10000 {
-		files = append(files, File{Meta: &agentv1.FileMeta{Path: fmt.Sprintf("applications/team-%02d/app-%05d.json", i%100, i)}, Content: []byte(fmt.Sprint(i))})
+		files = append(files, snapshot.File{Path: fmt.Sprintf("applications/team-%02d/app-%05d.json", i%100, i), Data: []byte(fmt.Sprint(i))})
 	}
-	snap, err := NewSnapshot(files)
+	snap, err := preparedSnapshot(files)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("encoded-per-agent", func(b *testing.B) {
 		for b.Loop() {
 			_, _ = proto.Marshal(&agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: &agentv1.ConfigAvailable{
-				Version: snap.Version(), Manifest: snap.Manifest(),
+				Version: snap.version, Manifest: snap.manifest,
 			}}})
 		}
 	})
@@ -258,7 +108,17 @@ func BenchmarkAnnouncement(b *testing.B) {
 	})
 }
 
-func fullAnnouncement(snap *Snapshot) *agentv1.ConfigAvailable {
+func fullAnnouncement(snap *published) *agentv1.ConfigAvailable {
 	ca, _ := snap.announcement(nil)
 	return ca
+}
+
+// preparedSnapshot is a snapshot of files as the server holds it once
+// published.
+func preparedSnapshot(files []snapshot.File) (*published, error) {
+	snap, err := snapshot.New(files)
+	if err != nil {
+		return nil, err
+	}
+	return prepare(snap)
 }

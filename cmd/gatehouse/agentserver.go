@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // agentServerOptions are the controller's flags for the agent channel.
@@ -179,7 +180,7 @@ func publishDir(srv *server.Server, dir string, interval time.Duration, logger *
 		defer t.Stop()
 		var lastErr string
 		for {
-			snap, err := server.LoadDir(dir)
+			snap, err := snapshot.LoadDir(dir)
 			if err == nil {
 				err = srv.Publish(snap)
 			}

@@ -27,13 +27,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
+	"github.com/gatehouse-dev/gatehouse/logflags"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
@@ -62,7 +62,7 @@ type controllerOptions struct {
 	MaxBundleBytes     int64
 
 	Agents agentServerOptions
-	Log    agentcli.LogOptions
+	Log    logflags.Options
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides

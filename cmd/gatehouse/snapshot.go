@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // snapshotOptions are the flags of `gatehouse snapshot`.
@@ -98,7 +98,7 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 		return err
 	}
 	out.Problems = append(fetchProblems, out.Problems...)
-	snap, err := controlplane.ServerSnapshot(out.Files)
+	snap, err := snapshot.New(out.Files)
 	if err != nil {
 		return err
 	}

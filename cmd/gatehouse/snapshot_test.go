@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 func TestSnapshotCommand(t *testing.T) {
@@ -24,7 +24,7 @@ func TestSnapshotCommand(t *testing.T) {
 		if !strings.Contains(first, "4 applications, 3 projects, 3 clusters, 4 extensions, 2 accounts, 3 secret values") {
 			t.Errorf("summary %q", first)
 		}
-		served, err := server.LoadDir(out)
+		served, err := snapshot.LoadDir(out)
 		if err != nil {
 			t.Fatal(err)
 		}

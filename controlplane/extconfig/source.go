@@ -10,7 +10,7 @@ import (
 
 	sjson "sigs.k8s.io/json"
 
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 type parser struct {

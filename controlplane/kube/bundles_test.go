@@ -21,13 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gatehouse-dev/gatehouse/agent/server"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	"github.com/gatehouse-dev/gatehouse/test/testkit/bundles"
 	"github.com/gatehouse-dev/gatehouse/webhook"
@@ -84,7 +83,7 @@ func startStack(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, fetch bo
 			t.Fatal(err)
 		}
 	}
-	s := &stack{pub: &publisher{got: make(chan *server.Snapshot, 100)}, cancel: cancel, done: make(chan error, 1)}
+	s := &stack{pub: &publisher{got: make(chan *snapshot.Snapshot, 100)}, cancel: cancel, done: make(chan error, 1)}
 	s.c, err = controlplane.NewController(controlplane.ControllerOptions{
 		Store: store, Builder: controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: ns}),
 		Publisher: s.pub, Synced: func() bool { return w.Synced() && bw.Synced() }, Observer: rec.ObserveProblems,

@@ -2,7 +2,7 @@ package authz
 
 import (
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Index is one snapshot's Applications, projects and clusters as the policy

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/logflags"
+	"github.com/gatehouse-dev/gatehouse/memflags"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
@@ -56,8 +57,7 @@ type Options struct {
 	MaxTotalBytes int64
 	MaxFiles      int
 
-	MemoryLimit string
-	GCPercent   int
+	Memory memflags.Options
 
 	AllowInsecureOIDC bool
 	Profiling         bool
@@ -89,10 +89,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
-	fs.StringVar(&o.MemoryLimit, "memory-limit", DefaultMemoryLimit,
-		"soft limit on the Go runtime's memory (KiB, MiB, GiB or bytes; 0: none); $GOMEMLIMIT wins unless this flag is given")
-	fs.IntVar(&o.GCPercent, "gc-percent", DefaultGCPercent,
-		"the Go collector's GOGC: heap growth, in percent of the live heap, before a collection; $GOGC wins unless this flag is given")
+	o.Memory.AddFlags(fs, DefaultMemoryLimit, DefaultGCPercent)
 	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
 	o.Log.AddFlags(fs)
@@ -136,13 +133,10 @@ func (o *Options) Validate() []error {
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
 	}
-	if _, err := parseBytes(o.MemoryLimit); err != nil {
-		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
-	}
-	if o.GCPercent <= 0 {
+	if o.Memory.GCPercent <= 0 {
 		errs = append(errs, errors.New("--gc-percent must be positive"))
 	}
-	return errs
+	return append(errs, o.Memory.Validate()...)
 }
 
 // NewCommand returns the proxy command named use ("proxy" under
@@ -166,7 +160,7 @@ SIGTERM drains in-flight requests and exits 0.`,
 			if errs := o.Validate(); len(errs) > 0 {
 				return errors.Join(errs...)
 			}
-			applyMemorySettings(o.MemoryLimit, cmd.Flags().Changed("memory-limit"), o.GCPercent, cmd.Flags().Changed("gc-percent"))
+			o.Memory.Apply(cmd.Flags())
 			return Run(cmd.Context(), o, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -48,8 +48,9 @@ func TestValidate(t *testing.T) {
 		{"no volume", func(o *Options) { o.SnapshotDir = "" }, "--snapshot-dir"},
 		{"bad log level", func(o *Options) { o.Log.Level = "loud" }, "--log-level"},
 		{"no drain time", func(o *Options) { o.ShutdownTimeout = 0 }, "--shutdown-timeout"},
-		{"a memory limit that is no size", func(o *Options) { o.MemoryLimit = "80MB" }, "--memory-limit"},
-		{"no memory limit", func(o *Options) { o.MemoryLimit = "0" }, ""},
+		{"a memory limit that is no size", func(o *Options) { o.Memory.MemoryLimit = "80MB" }, "--memory-limit"},
+		{"no memory limit", func(o *Options) { o.Memory.MemoryLimit = "0" }, ""},
+		{"no collector growth", func(o *Options) { o.Memory.GCPercent = 0 }, "--gc-percent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/client"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 const wait = 15 * time.Second
@@ -282,7 +283,7 @@ func TestSteadyChangesArriveInOrderAndEndOnLatest(t *testing.T) {
 			}
 		}
 	}()
-	var latest *server.Snapshot
+	var latest *snapshot.Snapshot
 	for i := 1; i <= 60; i++ {
 		time.Sleep(time.Second)
 		latest = cp.publish(t, files(5, "v-"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+time.Now().Format("150405.000")))

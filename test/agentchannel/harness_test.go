@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -89,17 +90,17 @@ func staticAuth() authn.Authenticator {
 }
 
 // publish builds a snapshot from path → content and publishes it.
-func (cp *controlPlane) publish(t *testing.T, files map[string]string) *server.Snapshot {
+func (cp *controlPlane) publish(t *testing.T, files map[string]string) *snapshot.Snapshot {
 	t.Helper()
-	var fs []server.File
+	var fs []snapshot.File
 	for p, c := range files {
-		kind := agentv1.FileKind_FILE_KIND_CONFIG
+		kind := snapshot.KindConfig
 		if filepath.Dir(p) == "secrets" {
-			kind = agentv1.FileKind_FILE_KIND_SECRET
+			kind = snapshot.KindSecret
 		}
-		fs = append(fs, server.File{Meta: &agentv1.FileMeta{Path: p, Kind: kind}, Content: []byte(c)})
+		fs = append(fs, snapshot.File{Path: p, Kind: kind, Data: []byte(c)})
 	}
-	snap, err := server.NewSnapshot(fs)
+	snap, err := snapshot.New(fs)
 	if err != nil {
 		t.Fatalf("build snapshot: %v", err)
 	}

@@ -27,7 +27,7 @@ func deps(t *testing.T, pkg string) []string {
 
 func TestCredentialFreePackagesLinkNoKubernetesClient(t *testing.T) {
 	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "k8s.io/apimachinery"}
-	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/...", module + "/logflags", module + "/cmd/gatehouse-proxy"} {
+	for _, pkg := range []string{module + "/agent/client", module + "/sidecar/...", module + "/proxy/...", module + "/logflags", module + "/memflags", module + "/cmd/gatehouse-proxy"} {
 		t.Run(pkg, func(t *testing.T) {
 			for _, d := range deps(t, pkg) {
 				for _, f := range forbidden {

@@ -3,23 +3,19 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -29,48 +25,14 @@ import (
 func TestAgentInCluster(t *testing.T) {
 	c := shared
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy", Namespace: "gatehouse-system"}}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy-0", Namespace: "gatehouse-system"},
-		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "proxy", Image: "gatehouse"}}},
-	}
-	if err := c.client.Create(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences:         []string{"gatehouse"},
-		ExpirationSeconds: &expiry,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := c.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("TokenRequest: %v", err)
-	}
-	var tls corev1.Secret
-	if err := c.client.Get(ctx, types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-webhook-tls"}, &tls); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile, caFile, root := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt"), filepath.Join(dir, "volume")
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(caFile, tls.Data["ca.crt"], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := newProxyPod(t, "gatehouse-proxy-0")
+	pod, root := p.pod, p.root
 	adminPort, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	agent := exec.Command(c.bin, "agent",
-		"--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
-		"--admin-bind-address", "127.0.0.1:"+itoa(adminPort),
-		"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
-		"--log-format", "text")
+	var logs processLog
+	agent := exec.Command(c.bin, p.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(adminPort))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)

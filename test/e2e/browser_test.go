@@ -61,7 +61,7 @@ func requireChromium(t *testing.T) string {
 type browser struct {
 	cmd    *exec.Cmd
 	in     *os.File // Chromium's fd 3
-	logs   *syncBuffer
+	logs   *processLog
 	exited chan struct{}
 
 	mu      sync.Mutex
@@ -92,7 +92,7 @@ func launchBrowser(t *testing.T, bin string) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &browser{in: chromeIn, logs: &syncBuffer{}, exited: make(chan struct{}), pending: map[int]chan cdpMessage{},
+	b := &browser{in: chromeIn, logs: &processLog{}, exited: make(chan struct{}), pending: map[int]chan cdpMessage{},
 		events: make(chan cdpMessage, 256)}
 	b.cmd = exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",

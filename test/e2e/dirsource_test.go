@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // TestDirSourceToAgent runs the whole configuration path with no cluster:
 // `gatehouse controller --source dir:PATH` builds the snapshot from YAML, a
 // real `gatehouse agent` downloads it over gRPC/TLS onto a volume, and the
-// proxy's loader (sidecar + sidecar/snapshot) reads it back. Edits to the
+// proxy's loader (sidecar + snapshot) reads it back. Edits to the
 // YAML reach the volume; a broken extension config does not.
 func TestDirSourceToAgent(t *testing.T) {
 	c := shared
@@ -38,7 +38,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	ports := freePorts(t, 5)
 	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "http://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	debug := "http://127.0.0.1:" + itoa(ports[4])
-	var ctrlLogs, agentLogs syncBuffer
+	var ctrlLogs, agentLogs processLog
 	ctrl := exec.Command(c.bin, "controller", "--source", "dir:"+src,
 		"--agent-static-token-file", tokens, "--agent-cert-file", pki.CertFile, "--agent-key-file", pki.KeyFile,
 		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "http://"),
@@ -111,7 +111,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	}
 }
 
-func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *syncBuffer) {
+func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *processLog) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -37,7 +37,7 @@ type cluster struct {
 	// controller is the one replica the shared cluster runs; the full-stack
 	// test runs its own.
 	controller *controllerProc
-	logs       *syncBuffer
+	logs       *processLog
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
 	adminURL   string // the controller's metrics port
@@ -327,11 +327,11 @@ type controllerProc struct {
 	debugPort                int
 	cmd                      *exec.Cmd
 	exited                   chan struct{}
-	logs                     *syncBuffer
+	logs                     *processLog
 }
 
 func newControllerProc(bin, kubeconfig, certDir string, extraArgs ...string) (*controllerProc, error) {
-	p := &controllerProc{bin: bin, kubeconfig: kubeconfig, certDir: certDir, extraArgs: extraArgs, logs: &syncBuffer{}}
+	p := &controllerProc{bin: bin, kubeconfig: kubeconfig, certDir: certDir, extraArgs: extraArgs, logs: &processLog{}}
 	return p, p.choosePorts()
 }
 
@@ -404,25 +404,6 @@ func (p *controllerProc) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
-}
-
-// syncBuffer collects a process's output; tests read it while the process
-// still writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // kubectlResult is what a kubectl run printed.

@@ -76,7 +76,7 @@ func TestFullStack(t *testing.T) {
 			}
 		}
 		expectAllowed(t, "admin grants bob", s.run(s.adminCfg, policyConfigMap(true), "apply", "-f", "-"))
-		took := s.untilAll(t, 10*time.Second, "bob is allowed", func(p *proxyPod) bool {
+		took := s.untilAll(t, 10*time.Second, "bob is allowed", func(p *proxyReplica) bool {
 			return p.call(bob, "metrics", "/api/v1/query?q=bob", "team-a:web", "team-a").status == 200
 		})
 		for i, d := range took {
@@ -122,8 +122,8 @@ func TestFullStack(t *testing.T) {
 			}
 		}
 		carol, dave := s.users["carol"], s.users["dave"]
-		decides := func(token string, want int) func(*proxyPod) bool {
-			return func(p *proxyPod) bool {
+		decides := func(token string, want int) func(*proxyReplica) bool {
+			return func(p *proxyReplica) bool {
 				return p.call(token, "metrics", "/api/v1/query?q=ops", "team-a:web", "team-a").status == want
 			}
 		}
@@ -143,7 +143,7 @@ func TestFullStack(t *testing.T) {
 
 		expectAllowed(t, "the PolicyBundle at v2", s.run(s.adminCfg, bundle("v2"), "apply", "-f", "-"))
 		waitFor(t, 30*time.Second, "kubectl get policybundles shows ops Ready at v-dave", s.bundleRow("ops", "v-dave", "True", "Succeeded"))
-		s.untilAll(t, 20*time.Second, "dave is allowed and carol is not", func(p *proxyPod) bool { return decides(dave, 200)(p) && decides(carol, 403)(p) })
+		s.untilAll(t, 20*time.Second, "dave is allowed and carol is not", func(p *proxyReplica) bool { return decides(dave, 200)(p) && decides(carol, 403)(p) })
 
 		before := []string{s.pods[0].served(), s.pods[1].served()}
 		reg.SetDown(true)
@@ -266,7 +266,7 @@ func TestFullStack(t *testing.T) {
 		}
 		expectDenied(t, "a new Application in team-b", s.run(s.tenantCfg, tenantApp("team-b", "api-2", "team-b", "staging"), "apply", "-f", "-"),
 			`project "team-b" does not exist or does not permit Applications from namespace "team-b"`)
-		s.untilAll(t, 20*time.Second, "the proxies refuse team-b/api", func(p *proxyPod) bool {
+		s.untilAll(t, 20*time.Second, "the proxies refuse team-b/api", func(p *proxyReplica) bool {
 			a := p.call(alice, "metrics", "/api/v1/query?q=api", "team-b:api", "team-b")
 			var body struct{ Reason string }
 			return a.status == 403 && json.Unmarshal([]byte(a.body), &body) == nil &&
@@ -387,7 +387,7 @@ func expectIdentity(t *testing.T, seen seenRequest, want map[string]string) {
 
 // untilAll waits until cond holds on every proxy and returns how long each
 // took.
-func (s *stack) untilAll(t *testing.T, limit time.Duration, what string, cond func(*proxyPod) bool) []time.Duration {
+func (s *stack) untilAll(t *testing.T, limit time.Duration, what string, cond func(*proxyReplica) bool) []time.Duration {
 	t.Helper()
 	start := time.Now()
 	took := make([]time.Duration, len(s.pods))
@@ -506,7 +506,7 @@ type loadResult struct {
 	errors     []string
 }
 
-func startLoad(pods []*proxyPod, token string, perPod int, every time.Duration) *loadGen {
+func startLoad(pods []*proxyReplica, token string, perPod int, every time.Duration) *loadGen {
 	l := &loadGen{stopc: make(chan struct{})}
 	for _, p := range pods {
 		for range perPod {

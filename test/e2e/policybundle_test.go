@@ -4,17 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -22,7 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	"github.com/gatehouse-dev/gatehouse/test/testkit/bundles"
 )
@@ -180,37 +175,14 @@ func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 	t.Helper()
 	c := shared
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy", Namespace: "gatehouse-system"}}
-	if err := c.client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: "gatehouse-system"},
-		Spec: corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "proxy", Image: "gatehouse"}}}}
-	if err := c.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"gatehouse"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
-	if err := c.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatal(err)
-	}
-	var tls corev1.Secret
-	if err := c.client.Get(ctx, types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-webhook-tls"}, &tls); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile, caFile, root := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt"), filepath.Join(dir, "volume")
-	writeFile(t, tokenFile, tr.Status.Token)
-	writeFile(t, caFile, string(tls.Data["ca.crt"]))
+	pod := newProxyPod(t, podName)
+	root := pod.root
 	port, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	agent := exec.Command(c.bin, "agent", "--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
-		"--admin-bind-address", "127.0.0.1:"+itoa(port), "--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
-		"--log-format", "text")
+	var logs processLog
+	agent := exec.Command(c.bin, pod.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(port))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	startProcess(t, agent, "agent", &logs)
 

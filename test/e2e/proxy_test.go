@@ -1,25 +1,16 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
@@ -112,7 +103,6 @@ data:
 // agent acknowledges a version only once the proxy serves it.
 func TestProxyInCluster(t *testing.T) {
 	c := shared
-	ctx := context.Background()
 	seen := make(chan *http.Request, 64)
 	backend := func(name string) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -133,49 +123,19 @@ func TestProxyInCluster(t *testing.T) {
 	}
 
 	// The proxy Pod's identity, as the kubelet would project it.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy", Namespace: "gatehouse-system"}}
-	if err := c.client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy-e2e", Namespace: "gatehouse-system"},
-		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "proxy", Image: "gatehouse"}}},
-	}
-	if err := c.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences: []string{"gatehouse"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := c.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("TokenRequest: %v", err)
-	}
-	var tlsSecret corev1.Secret
-	if err := c.client.Get(ctx, types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-webhook-tls"}, &tlsSecret); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile, caFile, root := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt"), filepath.Join(dir, "volume")
-	writeFile(t, tokenFile, tr.Status.Token)
-	writeFile(t, caFile, string(tlsSecret.Data["ca.crt"]))
-	if err := os.Mkdir(root, 0o755); err != nil { // the Pod's emptyDir
-		t.Fatal(err)
-	}
+	p := newProxyPod(t, "gatehouse-proxy-e2e")
+	pod, root := p.pod, p.root
 
 	ports := freePorts(t, 4)
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	// The proxy image's binary, which runs `gatehouse proxy`'s code.
 	proxyBin := binaries.prx
-	var proxyLogs, agentLogs syncBuffer
+	var proxyLogs, agentLogs processLog
 	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs
 	startProcess(t, proxy, "proxy", &proxyLogs)
-	agent := exec.Command(c.bin, "agent", "--server", c.agentAddr, "--ca-file", caFile, "--token-file", tokenFile, "--root", root,
-		"--confirm-url", "http://"+adminAddr+"/state", "--admin-bind-address", agentAdmin,
-		"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID), "--log-format", "text")
+	agent := exec.Command(c.bin, p.agentArgs("--confirm-url", "http://"+adminAddr+"/state", "--admin-bind-address", agentAdmin)...)
 	agent.Stdout, agent.Stderr = &agentLogs, &agentLogs
 	startProcess(t, agent, "agent", &agentLogs)
 	defer func() {

@@ -89,12 +89,21 @@ func BenchmarkFullStackSoak(b *testing.B) {
 		served = append(served, versionEvents(p.proxyLogs.String(), "snapshot served"))
 	}
 	report := deliveries(published, served, start)
+	var waits []time.Duration
+	for _, p := range s.pods {
+		waits = append(waits, reconnectWaits(p.agentLogs.String())...)
+	}
+	slices.Sort(waits)
 	growth := processGrowth(sampled, start.Add(min(time.Minute, *soakDuration/5)))
 
 	b.Logf("%s: %d requests, %d failed; %d changes (%d refused), %d connections cut; load average %.2f",
 		*soakDuration, res.ok+res.failed, res.failed, changes, changeErrs, cuts, testkit.LoadAvg())
 	b.Logf("versions: %d published, %d lost, %d served that no replica published; delivery to both proxies p50 %s p99 %s max %s",
 		report.published, report.lost, report.unknown, report.p50, report.p99, report.max)
+	if len(waits) > 0 {
+		b.Logf("agents reconnected %d times; they waited p50 %s, max %s before reconnecting", len(waits), waits[len(waits)/2], waits[len(waits)-1])
+		b.ReportMetric(float64(waits[len(waits)-1].Milliseconds()), "reconnect-wait-max-ms")
+	}
 	for _, g := range growth {
 		b.Logf("%-26s RSS %6.1f → %6.1f MB (max %6.1f), goroutines %4.0f → %4.0f (max %4.0f)", g.name, mb(g.rss0), mb(g.rss1), mb(g.rssMax), g.gr0, g.gr1, g.grMax)
 	}
@@ -202,6 +211,25 @@ func versionEvents(log, msg string) map[string]time.Time {
 		}
 		if first, ok := out[version]; version != "" && !at.IsZero() && (!ok || at.Before(first)) {
 			out[version] = at
+		}
+	}
+	return out
+}
+
+// reconnectWaits are the waits an agent's log announces before it
+// reconnects to the control plane.
+func reconnectWaits(log string) []time.Duration {
+	var out []time.Duration
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `msg="control plane connection ended; reconnecting"`) {
+			continue
+		}
+		for _, field := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(field, "in="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					out = append(out, d)
+				}
+			}
 		}
 	}
 	return out

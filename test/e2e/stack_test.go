@@ -39,7 +39,7 @@ type stack struct {
 	agentSvc   *service
 	replicas   []*controllerProc
 	kubeconfig string // the controller's
-	pods       []*proxyPod
+	pods       []*proxyReplica
 	backends   map[string]*backend
 	secretKey  []byte
 	// front stands where Argo CD's ingress does: it serves the UI's pages
@@ -121,7 +121,7 @@ func newStack(tb testing.TB, opts stackOptions) *stack {
 		s.users[u] = testkit.ArgoCDToken(s.secretKey, u+":login", time.Now(), 4*time.Hour, nil)
 	}
 	for i := range 2 {
-		s.pods = append(s.pods, s.newProxyPod(i, opts.tokenTTL))
+		s.pods = append(s.pods, s.newProxyReplica(i, opts.tokenTTL))
 	}
 	s.front = newFront(tb, s.pods[0].listen, s.users["alice"])
 	if r := c.run(c.adminCfg, s.world(), "apply", "-f", "-"); r.err != nil {
@@ -301,24 +301,24 @@ data:
 `, users)
 }
 
-// proxyPod is one replica of the gatehouse-proxy Deployment: the agent
+// proxyReplica is one replica of the gatehouse-proxy Deployment: the agent
 // sidecar and the proxy sharing a volume, with the Pod's bound token.
-type proxyPod struct {
+type proxyReplica struct {
 	name                              string
 	pod                               *corev1.Pod
 	dir, root, tokenFile, caFile      string
 	listen, admin, health, agentAdmin string
 	agent, proxy                      *exec.Cmd
-	agentLogs, proxyLogs              *syncBuffer
+	agentLogs, proxyLogs              *processLog
 	tokenTTL                          time.Duration
 	stopRenew                         context.CancelFunc
 }
 
-func (s *stack) newProxyPod(i int, ttl time.Duration) *proxyPod {
+func (s *stack) newProxyReplica(i int, ttl time.Duration) *proxyReplica {
 	tb := s.tb
 	tb.Helper()
-	p := &proxyPod{name: fmt.Sprintf("gatehouse-proxy-%d", i), dir: tb.TempDir(), tokenTTL: ttl,
-		agentLogs: &syncBuffer{}, proxyLogs: &syncBuffer{}}
+	p := &proxyReplica{name: fmt.Sprintf("gatehouse-proxy-%d", i), dir: tb.TempDir(), tokenTTL: ttl,
+		agentLogs: &processLog{}, proxyLogs: &processLog{}}
 	if p.tokenTTL == 0 {
 		p.tokenTTL = time.Hour
 	}
@@ -328,7 +328,7 @@ func (s *stack) newProxyPod(i int, ttl time.Duration) *proxyPod {
 	return p
 }
 
-func (p *proxyPod) start(tb testing.TB, s *stack) {
+func (p *proxyReplica) start(tb testing.TB, s *stack) {
 	tb.Helper()
 	ctx := context.Background()
 	p.pod = &corev1.Pod{
@@ -382,7 +382,7 @@ func (p *proxyPod) start(tb testing.TB, s *stack) {
 	}()
 }
 
-func (p *proxyPod) renewToken(ctx context.Context, s *stack) error {
+func (p *proxyReplica) renewToken(ctx context.Context, s *stack) error {
 	token, err := s.serviceAccountToken(ctx, "gatehouse-proxy", []string{"gatehouse"}, p.tokenTTL, p.pod)
 	if err != nil {
 		return err
@@ -390,10 +390,10 @@ func (p *proxyPod) renewToken(ctx context.Context, s *stack) error {
 	return testkit.WriteAtomic(p.tokenFile, []byte(token))
 }
 
-func (p *proxyPod) healthURL() string { return "http://" + p.health }
+func (p *proxyReplica) healthURL() string { return "http://" + p.health }
 
 // served is the version the proxy serves (its admin /state).
-func (p *proxyPod) served() string {
+func (p *proxyReplica) served() string {
 	var st struct {
 		ServedVersion string `json:"servedVersion"`
 	}
@@ -457,7 +457,7 @@ var callClient = &http.Client{Timeout: 20 * time.Second}
 // call asks the proxy of pod for extension ext's path as the Argo CD UI
 // does, as user (no token when ""), for the Application app
 // ("namespace:name") of project.
-func (p *proxyPod) call(token, ext, path, app, project string) answer {
+func (p *proxyReplica) call(token, ext, path, app, project string) answer {
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.listen+"/extensions/"+ext+path, nil) //nolint:noctx // bounded by the client
 	if err != nil {
 		return answer{err: err}

@@ -4,18 +4,22 @@ import (
 	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/sidecar/snapshot"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // VolumeSnapshot encodes content as the controller does and returns it as
 // the proxy reads it from the shared volume, with the manifest the agent
-// writes. The version is derived from the content.
+// writes.
 func VolumeSnapshot(c *snapshot.Content) (*sidecar.Snapshot, error) {
-	m, files, err := volumeFiles(c)
+	e, err := EncodeSnapshot(c)
 	if err != nil {
 		return nil, err
 	}
-	return sidecar.NewSnapshot(m, files, sidecar.DefaultLimits())
+	files := make(map[string][]byte, len(e.snap.Files()))
+	for i, f := range e.snap.Files() {
+		files[f.Path] = e.snap.Data(i)
+	}
+	return sidecar.NewSnapshot(e.manifest(), files, sidecar.DefaultLimits())
 }
 
 // WriteSnapshot writes content to a shared volume as the agent does and
@@ -28,33 +32,30 @@ func WriteSnapshot(w *sidecar.Writer, c *snapshot.Content) (string, error) {
 	return e.Version(), e.WriteTo(w)
 }
 
-// EncodedSnapshot is a snapshot encoded as the controller sends it, ready
-// to be written as the agent writes it.
-type EncodedSnapshot struct {
-	manifest *sidecar.Manifest
-	bySHA    map[string][]byte
-}
+// EncodedSnapshot is a snapshot encoded and versioned as the controller
+// publishes it, ready to be written as the agent writes it.
+type EncodedSnapshot struct{ snap *snapshot.Snapshot }
 
 // EncodeSnapshot encodes content.
 func EncodeSnapshot(c *snapshot.Content) (*EncodedSnapshot, error) {
-	m, files, err := volumeFiles(c)
+	files, err := snapshot.Encode(c)
 	if err != nil {
 		return nil, err
 	}
-	e := &EncodedSnapshot{manifest: m, bySHA: make(map[string][]byte, len(files))}
-	for _, b := range files {
-		e.bySHA[sidecar.HashBytes(b)] = b
+	snap, err := snapshot.New(files)
+	if err != nil {
+		return nil, err
 	}
-	return e, nil
+	return &EncodedSnapshot{snap: snap}, nil
 }
 
-// Version is the snapshot's version.
-func (e *EncodedSnapshot) Version() string { return e.manifest.Version }
+// Version is the snapshot's version, as the controller announces it.
+func (e *EncodedSnapshot) Version() string { return e.snap.Version() }
 
 // WriteTo writes the snapshot to a shared volume as the agent does.
 func (e *EncodedSnapshot) WriteTo(w *sidecar.Writer) error {
-	return w.Write(e.manifest, func(sum string) ([]byte, error) {
-		b, ok := e.bySHA[sum]
+	return w.Write(e.manifest(), func(sum string) ([]byte, error) {
+		b, ok := e.snap.Content(sum)
 		if !ok {
 			return nil, fmt.Errorf("no content %s", sum)
 		}
@@ -62,19 +63,6 @@ func (e *EncodedSnapshot) WriteTo(w *sidecar.Writer) error {
 	})
 }
 
-func volumeFiles(c *snapshot.Content) (*sidecar.Manifest, map[string][]byte, error) {
-	encoded, err := snapshot.Encode(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion}
-	files := make(map[string][]byte, len(encoded))
-	for _, f := range encoded {
-		files[f.Path] = f.Data
-		m.Files = append(m.Files, sidecar.FileMeta{Path: f.Path, SHA256: sidecar.HashBytes(f.Data), Size: int64(len(f.Data)), Kind: sidecar.Kind(f.Kind)})
-		if f.Path == snapshot.IndexFile {
-			m.Version = sidecar.HashBytes(f.Data)[:32]
-		}
-	}
-	return m, files, nil
+func (e *EncodedSnapshot) manifest() *sidecar.Manifest {
+	return &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: e.snap.Version(), Files: e.snap.Files()}
 }

@@ -28,6 +28,7 @@ import (
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -115,7 +116,7 @@ type child struct {
 	reg      *captureRegisterer
 	lis      *countingListener
 	files    *snapshotFiles
-	prepared map[int]*server.Snapshot
+	prepared map[int]*snapshot.Snapshot
 	lastPub  time.Time
 	prepCPU  atomic.Int64
 	watching chan *window
@@ -161,7 +162,7 @@ func serverMain() int {
 	for i := range n {
 		tokens[benchToken(i)] = benchAgentID(i)
 	}
-	c := &child{reg: newCaptureRegisterer(), prepared: map[int]*server.Snapshot{}}
+	c := &child{reg: newCaptureRegisterer(), prepared: map[int]*snapshot.Snapshot{}}
 	c.srv, err = server.New(server.Options{
 		Authenticator: authn.NewStaticTokens(tokens),
 		CertFile:      filepath.Join(dir, "tls.crt"),
@@ -348,17 +349,17 @@ func (c *child) prepare(seq int) (*prepared, error) {
 	if c.files == nil {
 		return nil, fmt.Errorf("no shape chosen")
 	}
-	var snap *server.Snapshot
+	var snap *snapshot.Snapshot
 	var err error
-	d := c.timed(func() { snap, err = server.NewSnapshot(c.files.files(seq)) })
+	d := c.timed(func() { snap, err = snapshot.New(c.files.files(seq)) })
 	if err != nil {
 		return nil, err
 	}
 	c.prepared[seq] = snap
 	announce := &agentv1.Command{Payload: &agentv1.Command_ConfigAvailable{ConfigAvailable: &agentv1.ConfigAvailable{
-		Version: snap.Version(), Manifest: snap.Manifest(),
+		Version: snap.Version(), Manifest: agentv1.NewManifest(snap.Files()),
 	}}}
-	return &prepared{Seq: seq, Version: snap.Version(), Files: len(snap.Files()), Bytes: snap.TotalBytes(),
+	return &prepared{Seq: seq, Version: snap.Version(), Files: len(snap.Files()), Bytes: uint64(snap.TotalBytes()),
 		ManifestBytes: proto.Size(announce), BuildCPU: d}, nil
 }
 

@@ -8,8 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // shape is the make-up of a snapshot: application-index shards (one
@@ -53,37 +52,31 @@ func (s shape) changedShard(seq int) int { return (seq * 7919) % s.shards }
 // contents (built once) so a version costs only its changed shards.
 type snapshotFiles struct {
 	shape shape
-	base  []server.File
+	base  []snapshot.File
 }
 
 func newSnapshotFiles(s shape) *snapshotFiles {
-	sf := &snapshotFiles{shape: s, base: make([]server.File, 0, s.fileCount())}
+	sf := &snapshotFiles{shape: s, base: make([]snapshot.File, 0, s.fileCount())}
 	for i := range s.shards {
-		sf.base = append(sf.base, server.File{
-			Meta:    &agentv1.FileMeta{Path: shardPath(i), Kind: agentv1.FileKind_FILE_KIND_CONFIG},
-			Content: shardContent(i, 0, s.shardBytes),
-		})
+		sf.base = append(sf.base, snapshot.File{Path: shardPath(i), Kind: snapshot.KindConfig, Data: shardContent(i, 0, s.shardBytes)})
 	}
 	for i := range s.secrets {
-		sf.base = append(sf.base, server.File{
-			Meta:    &agentv1.FileMeta{Path: fmt.Sprintf("secrets/tls-%02d.pem", i), Kind: agentv1.FileKind_FILE_KIND_SECRET},
-			Content: pemContent(i, s.secretBytes),
-		})
+		sf.base = append(sf.base, snapshot.File{Path: fmt.Sprintf("secrets/tls-%02d.pem", i), Kind: snapshot.KindSecret, Data: pemContent(i, s.secretBytes)})
 	}
-	sf.base = append(sf.base, server.File{
-		Meta:    &agentv1.FileMeta{Path: "policies/bundle.tar.gz", Kind: agentv1.FileKind_FILE_KIND_POLICY},
-		Content: randomBytes(rand.New(rand.NewPCG(3, 3)), s.policyBytes),
+	sf.base = append(sf.base, snapshot.File{
+		Path: "policies/bundle.tar.gz", Kind: snapshot.KindPolicy,
+		Data: randomBytes(rand.New(rand.NewPCG(3, 3)), s.policyBytes),
 	})
 	return sf
 }
 
 // files returns version seq: the base with changes 1..seq applied.
-func (sf *snapshotFiles) files(seq int) []server.File {
-	out := make([]server.File, len(sf.base))
+func (sf *snapshotFiles) files(seq int) []snapshot.File {
+	out := make([]snapshot.File, len(sf.base))
 	copy(out, sf.base)
 	for j := 1; j <= seq; j++ {
 		i := sf.shape.changedShard(j)
-		out[i] = server.File{Meta: sf.base[i].Meta, Content: shardContent(i, j, sf.shape.shardBytes)}
+		out[i].Data = shardContent(i, j, sf.shape.shardBytes)
 	}
 	return out
 }

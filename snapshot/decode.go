@@ -2,14 +2,10 @@ package snapshot
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // Decode reads a snapshot through get, which returns a file's content by
@@ -92,15 +88,14 @@ func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
 	if e.Path == IndexFile {
 		return nil, errors.New("the index lists itself")
 	}
-	if err := sidecar.ValidatePath(e.Path); err != nil {
+	if err := ValidatePath(e.Path); err != nil {
 		return nil, fmt.Errorf("not a valid path for a snapshot file: %w", err)
 	}
 	b, ok := get(e.Path)
 	if !ok {
 		return nil, errors.New("listed in the index but missing")
 	}
-	sum := sha256.Sum256(b)
-	if len(b) != e.Size || hex.EncodeToString(sum[:]) != e.SHA256 {
+	if len(b) != e.Size || Hash(b) != e.SHA256 {
 		return nil, errors.New("content does not match the index's size and sha256")
 	}
 	return b, nil
@@ -109,14 +104,7 @@ func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
 // decodeFile decodes one verified file into c by where it sits.
 func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 	dir, rest, _ := strings.Cut(e.Path, "/")
-	want := KindConfig
-	switch dir {
-	case PolicyDir:
-		want = KindPolicy
-	case SecretsDir:
-		want = KindSecret
-	}
-	if e.Kind != want {
+	if want := KindOf(e.Path); e.Kind != want {
 		return fmt.Errorf("kind %q, want %q", e.Kind, want)
 	}
 	switch {

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // extensionName is Argo CD's rule for extension names (they become a URL
@@ -27,7 +25,7 @@ func (c *Content) Validate() error {
 	errs = append(errs, c.validateIndex()...)
 	errs = append(errs, c.validateAuth()...)
 	for p := range c.Policy {
-		if err := sidecar.ValidatePath(PolicyDir + "/" + p); err != nil {
+		if err := ValidatePath(PolicyDir + "/" + p); err != nil {
 			errs = append(errs, fmt.Errorf("policy file %q: %w", p, err))
 		}
 	}

@@ -3,31 +3,12 @@ package snapshot
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 )
-
-// Kind says how a file is handled on the shared volume.
-type Kind string
-
-// File kinds, as in the agent protocol's manifest.
-const (
-	KindConfig Kind = "config"
-	KindSecret Kind = "secret"
-	KindPolicy Kind = "policy"
-)
-
-// File is one file of an encoded snapshot.
-type File struct {
-	Path string
-	Kind Kind
-	Data []byte
-}
 
 // Index is the top manifest (IndexFile): the schema version and every other
 // file with its SHA-256, so the snapshot is addressed by content and its
@@ -181,14 +162,12 @@ func compareApplications(a, b Application) int {
 func (e *Encoder) sum(f File) string {
 	if s, ok := e.shards[f.Path]; ok && len(f.Data) > 0 && len(s.file.Data) == len(f.Data) && &s.file.Data[0] == &f.Data[0] {
 		if s.sum == "" {
-			sum := sha256.Sum256(f.Data)
-			s.sum = hex.EncodeToString(sum[:])
+			s.sum = Hash(f.Data)
 			e.shards[f.Path] = s
 		}
 		return s.sum
 	}
-	sum := sha256.Sum256(f.Data)
-	return hex.EncodeToString(sum[:])
+	return Hash(f.Data)
 }
 
 // The documents' top level is an object, so a later schema can add fields

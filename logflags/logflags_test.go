@@ -1,0 +1,49 @@
+package logflags
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string // "" means valid
+		want    string // in what a warning logs as
+	}{
+		{nil, "", `"level":"WARN"`},
+		{[]string{"--log-format=text"}, "", "level=WARN"},
+		{[]string{"--log-level=error"}, "", ""},
+		{[]string{"--log-level=loud"}, "--log-level", ""},
+		{[]string{"--log-format=yaml"}, "--log-format", ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			var o Options
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			errs := o.Validate()
+			if tt.wantErr != "" {
+				if len(errs) != 1 || !strings.Contains(errs[0].Error(), tt.wantErr) {
+					t.Fatalf("errors %v, want one naming %s", errs, tt.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			var out bytes.Buffer
+			slog.New(o.Handler(&out)).Warn("w")
+			if tt.want == "" && out.Len() != 0 || !strings.Contains(out.String(), tt.want) {
+				t.Errorf("a warning logged %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}
