@@ -18,13 +18,11 @@ all: build
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gatehouse
 
-## run: check the shipped examples offline, as a tenant's and an admin's CI
-## would: the admission verdicts, then the snapshot the proxies would get.
+## run: the whole product on this machine, from examples/ (gatehouse dev):
+## the tour, then the controller, an agent and the proxy serving, with curl
+## commands to try; edits of examples/ take effect at once; Ctrl-C stops it.
 run: build
-	@echo "+ gatehouse admit -f examples/"
-	@./$(BIN) admit -f examples/ || [ $$? -eq 1 ]
-	@echo "+ gatehouse snapshot examples/"
-	@./$(BIN) snapshot examples/
+	./$(BIN) dev
 
 ## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint,
 ## and install headless Chromium (Debian's package) for the browser scenario.

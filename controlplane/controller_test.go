@@ -47,7 +47,11 @@ type testController struct {
 	arms  chan struct{}
 }
 
-func startController(t *testing.T, synced func() bool) *testController {
+// startController starts a controller on a store holding initial (an
+// empty state when nil). The state is in place before the controller runs,
+// so its first wait covers it: a change made after the start would leave a
+// second, stale signal for armed to take.
+func startController(t *testing.T, synced func() bool, initial ...*State) *testController {
 	t.Helper()
 	tc := &testController{t: t, store: NewStore(), pub: &recordingPublisher{got: make(chan *snapshot.Snapshot, 100)},
 		rep: &recordingReporter{got: make(chan []Problem, 100)}, clock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
@@ -56,6 +60,9 @@ func startController(t *testing.T, synced func() bool) *testController {
 		Quiet: testQuiet, MaxDelay: testMaxDelay, Clock: tc.clock})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, st := range initial {
+		tc.store.Replace(st)
 	}
 	c.armed = func() { tc.arms <- struct{}{} }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,10 +211,9 @@ func TestControllerPublishesTheFirstStateEvenIfEmpty(t *testing.T) {
 }
 
 func TestControllerReportsProblemsOnce(t *testing.T) {
-	tc := startController(t, nil)
 	st := baseState()
 	st.ConfigMaps["argocd-cm"].Data["extension.config"] = "extensions: ["
-	tc.store.Replace(st)
+	tc := startController(t, nil, st)
 	tc.start()
 	ps := <-tc.rep.got
 	if len(ps) != 1 || ps[0].Reason != ReasonInvalidExtensionConfig || ps[0].Name != "argocd-cm" {

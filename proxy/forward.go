@@ -92,6 +92,9 @@ func (p *Proxy) forward(rw *responseWriter, r *http.Request, x *exchange) {
 	out := r.WithContext(context.WithValue(ctx, exchangeKey{}, x))
 	out.URL = x.backendURL(x.up, r.URL.RawQuery)
 	out.Host = ""
+	// The client's "Connection: close" is of its own hop (net/http turns it
+	// into Close); the backend connection is the pool's, kept alive.
+	out.Close = false
 	if r.Body != nil && r.Body != http.NoBody {
 		x.body = &clientBody{r: r.Body, rc: http.NewResponseController(rw.ResponseWriter), timeout: p.o.ClientBodyTimeout, limit: p.o.MaxRequestBodyBytes}
 		out.Body = x.body

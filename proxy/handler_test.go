@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,5 +167,37 @@ func TestRunawayPolicyIsBoundedAndDenies(t *testing.T) {
 	}
 	if got := counter(t, e.reg, "gatehouse_policy_evaluation_timeouts_total", nil); got != 1 {
 		t.Errorf("timeouts counted %v, want 1", got)
+	}
+}
+
+// TestClientConnectionCloseStaysOnItsHop: a client that closes its own
+// connection after each request ("Connection: close") must not close the
+// proxy's pooled connection to the backend: that header is of the client's
+// hop only.
+func TestClientConnectionCloseStaysOnItsHop(t *testing.T) {
+	var opened atomic.Int64
+	backend := httptest.NewUnstartedServer(echoHandler("counted"))
+	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	backend.Start()
+	t.Cleanup(backend.Close)
+	e := newEnv(t, func(c *snapshot.Content) {
+		c.Extensions[0].Backend.Services[0].URLs = []string{backend.URL}
+	})
+	for range 5 {
+		got, body := e.do(req{path: "/api/v1/extensions/metrics/x", token: token("alice"), header: map[string]string{
+			"Argocd-Application-Name": "team-a:local", "Argocd-Project-Name": "team-a", "Connection": "close"}})
+		if got.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", got.StatusCode, body)
+		}
+		if h := echoOf(t, body).Header.Get("Connection"); h != "" {
+			t.Errorf("the backend got Connection: %q", h)
+		}
+	}
+	if n := opened.Load(); n != 1 {
+		t.Errorf("the backend saw %d connections for 5 requests, want 1 kept alive", n)
 	}
 }

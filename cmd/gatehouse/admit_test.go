@@ -21,6 +21,7 @@ func TestAdmitExamples(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
 		"ALLOW Application team-a/guestbook",
+		"ALLOW Application team-a/guestbook-prod",
 		"DENY Application team-b/sneaky: ",
 		"DENY Application sandbox/playground: ",
 		"DENY Application team-a/a-very-long-application-name-that-argo-cd-cannot-put-in-a-label: ",

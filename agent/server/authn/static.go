@@ -34,7 +34,8 @@ func (t tokenTable) authenticate(token string) (*Identity, error) {
 }
 
 // NewStaticTokens returns an Authenticator that accepts exactly the given
-// tokens, each mapped to its agent id. For tests and `gatehouse dev`.
+// tokens, each mapped to its agent id: what --agent-static-token-file gives a
+// controller with no cluster to ask (--source dir:, gatehouse dev), and tests.
 func NewStaticTokens(tokens map[string]string) Authenticator {
 	t := make(tokenTable, len(tokens))
 	for tok, id := range tokens {

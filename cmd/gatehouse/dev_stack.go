@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
+	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/proxy"
+	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
+)
+
+// devAgentID is the one agent's identity, bound to its static token.
+const devAgentID = "gatehouse-dev"
+
+// devStack is the controller, one agent and the proxy on loopback: each
+// configured by its own subcommand's flags (the same Options, Validate and
+// Run as `gatehouse controller`, `gatehouse agent` and `gatehouse proxy`),
+// the agent talking gRPC over TLS to the controller with a CA made for this
+// run, writing a temporary volume the proxy reads.
+type devStack struct {
+	proxyURL string // the proxy, "http://127.0.0.1:8080"
+	stateURL string // the proxy's admin /state
+	debugURL string // the controller's agent registry
+
+	tmp    string
+	cancel context.CancelFunc
+	done   chan partResult
+	parts  int // started
+	ended  int // of those, ended before stop and reported
+}
+
+type partResult struct {
+	part string
+	err  error
+}
+
+// startStack starts the parts on dir with the proxy on listen and returns
+// once every part serves the same version. Stop it with stop, whatever
+// the error.
+func startStack(ctx context.Context, dir, listen string, logger *slog.Logger, ready time.Duration) (*devStack, error) {
+	tmp, err := os.MkdirTemp("", "gatehouse-dev-*")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &devStack{tmp: tmp, cancel: cancel, done: make(chan partResult, 3), proxyURL: "http://" + listen}
+	if err := s.start(ctx, dir, listen, logger); err != nil {
+		return s, errors.Join(err, s.stop())
+	}
+	if err := s.awaitConverged(ctx, ready); err != nil {
+		return s, errors.Join(err, s.stop())
+	}
+	return s, nil
+}
+
+func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.Logger) error {
+	certs, err := writeDevPKI(filepath.Join(s.tmp, "pki"))
+	if err != nil {
+		return fmt.Errorf("make the control plane's certificate: %w", err)
+	}
+	tokenFile, staticFile, err := writeAgentToken(s.tmp)
+	if err != nil {
+		return err
+	}
+	volume := filepath.Join(s.tmp, "volume")
+	if err := os.Mkdir(volume, 0o700); err != nil {
+		return err
+	}
+	agentAddr, debugAddr, adminAddr, err := freeLoopbackAddrs()
+	if err != nil {
+		return err
+	}
+	s.debugURL = "http://" + debugAddr + server.DebugAgentsPath
+	s.stateURL = "http://" + adminAddr + proxy.StatePath
+
+	co := &controllerOptions{}
+	cfs := parseFlags("controller", co.AddFlags,
+		"--source=dir:"+dir, "--agent-bind-address="+agentAddr, "--debug-bind-address="+debugAddr,
+		"--agent-cert-file="+certs.cert, "--agent-key-file="+certs.key, "--agent-static-token-file="+staticFile,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if cfs.err == nil {
+		co.Complete(cfs.fs)
+		cfs.err = errors.Join(co.Validate()...)
+	}
+	po := &proxycli.Options{}
+	pfs := parseFlags("proxy", po.AddFlags,
+		"--snapshot-dir="+volume, "--listen="+listen, "--admin-listen="+adminAddr, "--health-listen=0",
+		// The demo SSO issuer is http:// on loopback.
+		"--allow-insecure-oidc", "--shutdown-timeout=5s")
+	if pfs.err == nil {
+		pfs.err = errors.Join(po.Validate()...)
+	}
+	ao := &agentcli.Options{}
+	afs := parseFlags("agent", ao.AddFlags,
+		"--server="+agentAddr, "--ca-file="+certs.ca, "--token-file="+tokenFile, "--root="+volume,
+		"--confirm-url="+s.stateURL, "--admin-bind-address=127.0.0.1:0",
+		"--agent-id="+devAgentID, "--pod-name="+devAgentID, "--pod-namespace=local", "--pod-uid="+devAgentID)
+	if afs.err == nil {
+		afs.err = errors.Join(ao.Validate()...)
+	}
+	if err := errors.Join(cfs.err, pfs.err, afs.err); err != nil {
+		return fmt.Errorf("the parts' flags (a bug of gatehouse dev): %w", err)
+	}
+
+	s.run(ctx, "controller", func(ctx context.Context) error {
+		return runController(ctx, co, logger.With("part", "controller"))
+	})
+	s.run(ctx, "proxy", func(ctx context.Context) error { return proxycli.Run(ctx, po, logger.With("part", "proxy")) })
+	// The registry answers once the agent endpoint listens (serveAgents
+	// listens for agents first), so the agent's first dial finds it.
+	if err := s.await(ctx, 30*time.Second, "the controller did not start", func(ctx context.Context) error {
+		_, err := fetchReport(ctx, s.debugURL)
+		return err
+	}); err != nil {
+		return err
+	}
+	s.run(ctx, "agent", func(ctx context.Context) error { return agentcli.Run(ctx, ao, version, logger.With("part", "agent")) })
+	return nil
+}
+
+// run runs one part until ctx ends.
+func (s *devStack) run(ctx context.Context, name string, f func(context.Context) error) {
+	s.parts++
+	go func() {
+		err := f(ctx)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("stopped on its own")
+		}
+		s.done <- partResult{name, err}
+	}()
+}
+
+// awaitConverged waits until the three parts serve one version.
+func (s *devStack) awaitConverged(ctx context.Context, limit time.Duration) error {
+	return s.await(ctx, limit, "the parts did not serve one version", func(ctx context.Context) error {
+		v, err := s.versions(ctx)
+		if err != nil {
+			return err
+		}
+		if !v.Converged() {
+			return fmt.Errorf("not yet serving one version: %s", v)
+		}
+		return nil
+	})
+}
+
+// await calls check until it succeeds, a part ends, or limit passes (then
+// the error says what did not happen).
+func (s *devStack) await(ctx context.Context, limit time.Duration, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case r := <-s.done:
+			return s.endedEarly(r)
+		case <-ctx.Done():
+			return fmt.Errorf("%s within %s: %w", what, limit, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// versions asks each part what it serves: the controller's registry for
+// its current version and what the agent acknowledged, the proxy's admin
+// endpoint for what it serves.
+func (s *devStack) versions(ctx context.Context) (demo.Versions, error) {
+	var v demo.Versions
+	rep, err := fetchReport(ctx, s.debugURL)
+	if err != nil {
+		return v, err
+	}
+	v.Controller = rep.Version
+	for _, a := range rep.Agents {
+		if a.ID == devAgentID && a.Connected {
+			v.Agent = a.VersionServed
+		}
+	}
+	st, err := fetchProxyState(ctx, s.stateURL)
+	if err != nil {
+		return v, err
+	}
+	v.Proxy = st.ServedVersion
+	return v, nil
+}
+
+// endedEarly notes a part that ended before stop, which reports its error
+// once, here.
+func (s *devStack) endedEarly(r partResult) error {
+	s.ended++
+	return fmt.Errorf("%s: %w", r.part, r.err)
+}
+
+// stop ends every part and waits for them, then removes the temporary
+// files. It reports the errors of parts that had not ended yet.
+func (s *devStack) stop() error {
+	s.cancel()
+	var errs []error
+	for range s.parts - s.ended {
+		if r := <-s.done; r.err != nil && !errors.Is(r.err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("%s: %w", r.part, r.err))
+		}
+	}
+	s.parts, s.ended = 0, 0
+	if err := os.RemoveAll(s.tmp); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func fetchProxyState(ctx context.Context, url string) (*proxy.State, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask the proxy: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the proxy's %s answered HTTP %d", url, resp.StatusCode)
+	}
+	var st proxy.State
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("read the proxy's state: %w", err)
+	}
+	return &st, nil
+}
+
+type parsed struct {
+	fs  *pflag.FlagSet
+	err error
+}
+
+// parseFlags parses args as the named subcommand's flags would be.
+func parseFlags(name string, add func(*pflag.FlagSet), args ...string) parsed {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	add(fs)
+	if err := fs.Parse(args); err != nil {
+		return parsed{fs, fmt.Errorf("%s: %w", name, err)}
+	}
+	return parsed{fs, nil}
+}
+
+// freeLoopbackAddrs returns three loopback addresses free a moment ago,
+// for the listeners nobody but the parts themselves dial.
+func freeLoopbackAddrs() (a, b, c string, err error) {
+	var addrs [3]string
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			_ = l.Close()
+		}
+	}()
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", "", "", fmt.Errorf("find a free port on loopback: %w", err)
+		}
+		lns = append(lns, l)
+		addrs[i] = l.Addr().String()
+	}
+	return addrs[0], addrs[1], addrs[2], nil
+}
+
+// writeAgentToken writes the agent's token and the controller's static
+// token file naming it.
+func writeAgentToken(dir string) (tokenFile, staticFile string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	tok := hex.EncodeToString(b)
+	tokenFile, staticFile = filepath.Join(dir, "agent-token"), filepath.Join(dir, "agent-tokens")
+	if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(staticFile, []byte(tok+" "+devAgentID+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	return tokenFile, staticFile, nil
+}
+
+type devCerts struct{ ca, cert, key string }
+
+// writeDevPKI makes a CA for this run and a serving certificate for the
+// controller's loopback addresses, and writes them (PEM) into dir.
+func writeDevPKI(dir string) (*devCerts, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: serialNumber(), Subject: pkix.Name{CommonName: "gatehouse dev CA"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: serialNumber(), Subject: pkix.Name{CommonName: "gatehouse-controller"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &devCerts{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key")}
+	for path, block := range map[string]*pem.Block{
+		c.ca: {Type: "CERTIFICATE", Bytes: caDER}, c.cert: {Type: "CERTIFICATE", Bytes: der}, c.key: {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func serialNumber() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
