@@ -55,12 +55,13 @@ fmt:
 ## bench: every component's benchmarks (the full-stack soak included: 10
 ## minutes), then one summary table of figures, targets and same-run
 ## baselines written into docs/performance.md (test/bench/summary); and 2,000
-## random policies against Argo CD's enforcer (make test runs 40). The output
+## random policies against Argo CD's enforcer (make test runs 40). One
+## package at a time (-p 1), so no two benchmarks share the cores. The output
 ## stays in bin/bench.txt.
 bench: tools
 	@mkdir -p bin
 	@cat /proc/loadavg > bin/bench-load.txt 2>/dev/null || true
-	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 90m ./... | tee bin/bench.txt
+	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 -p 1 -timeout 90m ./... | tee bin/bench.txt
 	$(GO) run ./test/bench/summary -in bin/bench.txt -doc docs/performance.md -load-start "$$(cat bin/bench-load.txt 2>/dev/null)"
 	GATEHOUSE_CASBINDIFF_N=2000 $(GO) test -count=1 -run TestRandomPoliciesAgreeWithArgoCD ./test/casbindiff/
 
