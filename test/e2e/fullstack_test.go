@@ -266,6 +266,14 @@ func TestFullStack(t *testing.T) {
 		}
 		expectDenied(t, "a new Application in team-b", s.run(s.tenantCfg, tenantApp("team-b", "api-2", "team-b", "staging"), "apply", "-f", "-"),
 			`project "team-b" does not exist or does not permit Applications from namespace "team-b"`)
+		// The stranded Application itself can still be changed (and so
+		// cleaned up) as long as it keeps its project; kubectl warns.
+		edited := strings.Replace(tenantApp("team-b", "api", "team-b", "staging"), "path: deploy", "path: deploy-v2", 1)
+		r = s.run(s.tenantCfg, edited, "apply", "-f", "-")
+		expectAllowed(t, "an edit of the stranded team-b/api", r)
+		if !strings.Contains(r.stderr, "Warning:") || !strings.Contains(r.stderr, "spec.project did not change") {
+			t.Errorf("want a warning that team-b/api is not compliant, stderr:\n%s", r.stderr)
+		}
 		s.untilAll(t, 20*time.Second, "the proxies refuse team-b/api", func(p *proxyReplica) bool {
 			a := p.call(alice, "metrics", "/api/v1/query?q=api", "team-b:api", "team-b")
 			var body struct{ Reason string }
