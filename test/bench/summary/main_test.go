@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,5 +67,42 @@ func TestSpliceReplacesThePreviousSummary(t *testing.T) {
 	want := "# Performance\n\nIntro.\n\n## Summary of the last `make bench`\n\n" + beginMarker + "\nnew\n" + endMarker + "\n\n## Admission\n\nText.\n"
 	if string(second) != want {
 		t.Errorf("got\n%s\nwant\n%s", second, want)
+	}
+}
+
+// TestRowsNameBenchmarksThatExist holds the table to the benchmarks: a
+// benchmark renamed or moved would otherwise only show as "not run" in the
+// next make bench.
+func TestRowsNameBenchmarksThatExist(t *testing.T) {
+	sources := map[string]string{}
+	read := func(pkg string) string {
+		if s, ok := sources[pkg]; ok {
+			return s
+		}
+		files, err := filepath.Glob(filepath.Join("..", "..", "..", pkg, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("package %s has no test files (%v)", pkg, err)
+		}
+		var b strings.Builder
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(raw)
+		}
+		sources[pkg] = b.String()
+		return sources[pkg]
+	}
+	for _, row := range rows {
+		for _, m := range []*metric{&row.measured, row.base} {
+			if m == nil {
+				continue
+			}
+			top, _, _ := strings.Cut(m.bench, "/")
+			if !strings.Contains(read(m.pkg), "func "+top+"(b *testing.B)") {
+				t.Errorf("%s: %s has no func %s(b *testing.B)", row.figure, m.pkg, top)
+			}
+		}
 	}
 }
