@@ -46,6 +46,14 @@ func parse(r io.Reader) (results, error) {
 			pkg = strings.TrimPrefix(strings.TrimSpace(p), module)
 			continue
 		}
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: Benchmark"); ok {
+			name = trimProcs("Benchmark" + strings.Fields(name)[0])
+			if out[pkg+":"+name] == nil {
+				out[pkg+":"+name] = map[string]float64{}
+			}
+			out[pkg+":"+name][failedUnit] = 1
+			continue
+		}
 		if !strings.HasPrefix(line, "Benchmark") {
 			continue
 		}
@@ -56,12 +64,7 @@ func parse(r io.Reader) (results, error) {
 		if _, err := strconv.Atoi(f[1]); err != nil {
 			continue
 		}
-		name := f[0]
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			if _, err := strconv.Atoi(name[i+1:]); err == nil {
-				name = name[:i]
-			}
-		}
+		name := trimProcs(f[0])
 		m := map[string]float64{}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
@@ -73,6 +76,35 @@ func parse(r io.Reader) (results, error) {
 		out[pkg+":"+name] = m
 	}
 	return out, sc.Err()
+}
+
+// failedUnit marks a benchmark that failed ("--- FAIL:"): its figures are
+// not printed, and the table says it failed rather than that it did not run.
+const failedUnit = "\x00failed"
+
+// trimProcs drops the -GOMAXPROCS suffix of a benchmark's name.
+func trimProcs(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// failed reports whether the benchmark, or one it runs under, failed.
+func (m metric) failed(r results) bool {
+	name := m.bench
+	for {
+		if r[m.pkg+":"+name][failedUnit] == 1 {
+			return true
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
+	}
 }
 
 // metric names one number of one benchmark.
@@ -269,6 +301,9 @@ func table(r results, header string) string {
 			}
 		}
 		measured, verdict := "not run", "—"
+		if row.measured.failed(r) {
+			measured, verdict = "benchmark failed", "missed"
+		}
 		if ok {
 			measured = fmt.Sprintf(row.show, v)
 			verdict = "missed"

@@ -16,6 +16,9 @@ BenchmarkFullStackSoak
     soak_test.go:94: BenchmarkFullStackSoak-2 is printed before its log lines too
 BenchmarkFullStackSoak-2   	       1	         0 failed-requests	    240000 requests	 2 proxy-goroutine-growth	 41 proxy-goroutines-start
 --- FAIL: BenchmarkOther
+pkg: github.com/gatehouse-dev/gatehouse/test/bench/proxy
+BenchmarkProxyLoad-2   	       1	         46.06 gatehouse-cpu-us/req	        37.20 bare-cpu-us/req
+--- FAIL: BenchmarkProxySoak
 `
 
 func TestParseReadsEveryMetricByPackage(t *testing.T) {
@@ -47,6 +50,8 @@ func TestTableGivesVerdictsAndBaselines(t *testing.T) {
 		"| control plane | new version after one Application changed | ≤ 20 ms | not run | rebuild, nothing changed: 13.0 ms | — |",
 		"| full stack, 10 min soak | failed extension requests (steady load on both proxies) | 0 | 0 | requests sent: 240000 | met |",
 		"| full stack, 10 min soak | goroutine growth, proxies (worst) | flat (≤ +2) | +2 | goroutines after the first minute: 41 | met |",
+		"| proxy | goroutine growth after 1,000,000 requests | flat (≤ +2) | benchmark failed | — | missed |",
+		"| proxy | CPU per request, everything on (authn, Rego, limits) | ≤ 60 µs | 46.1 µs | tuned httputil.ReverseProxy: 37.2 µs | met |",
 	} {
 		if !strings.Contains(tbl, want) {
 			t.Errorf("the table lacks\n%s\n%s", want, tbl)
