@@ -2,8 +2,20 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
-BIN      ?= bin/gatehouse
+BINDIR   ?= bin
+BIN      ?= $(BINDIR)/gatehouse
 GO       ?= go
+# The three binaries: the controller and every other subcommand, the agent
+# sidecar, the proxy. Static, reproducible, stamped with the version; the
+# Dockerfile builds them with this same target.
+BINARIES = gatehouse gatehouse-agent gatehouse-proxy
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GOBUILD  = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+# make image: the registry and tag of the images; the engine is the first
+# of docker and podman whose `info` succeeds, unless CONTAINER_ENGINE says.
+IMAGE_REPO ?= ghcr.io/gatehouse-dev
+IMAGE_TAG  ?= $(VERSION)
+CONTAINER_ENGINE ?=
 # Test binaries (kube-apiserver, etcd, kubectl, golangci-lint) are built once
 # from the Go module proxy and cached; see test/tools/install.sh.
 TOOLS    = $(shell test/tools/install.sh)
@@ -11,12 +23,31 @@ TOOLS    = $(shell test/tools/install.sh)
 # importer to it.
 ARGOCDREF = test/argocdref
 
-.PHONY: all build run test unit lint tools bench generate fmt clean
+.PHONY: all build image run test unit lint tools bench generate fmt clean
 
 all: build
 
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/gatehouse
+	@for b in $(BINARIES); do echo "+ $(BINDIR)/$$b"; $(GOBUILD) -o $(BINDIR)/$$b ./cmd/$$b || exit 1; done
+
+## image: the three images (Dockerfile), when docker or podman has a
+## working engine; otherwise the binaries they would hold, built and checked
+## as the Dockerfile builds them (test/image).
+image:
+	@engine="$(CONTAINER_ENGINE)"; \
+	if [ -z "$$engine" ]; then for e in docker podman; do \
+		if command -v $$e >/dev/null && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; done; fi; \
+	if [ -z "$$engine" ]; then \
+		echo "make image: no working container engine (neither 'docker info' nor 'podman info' succeeds); images not built."; \
+		echo "make image: building and checking the binaries the images would hold instead, as the Dockerfile builds them:"; \
+		$(MAKE) --no-print-directory build BINDIR=$(BINDIR)/image && \
+		GATEHOUSE_IMAGE_BINARIES="$(abspath $(BINDIR)/image)" GATEHOUSE_IMAGE_VERSION="$(VERSION)" $(GO) test -count=1 ./test/image/; \
+		exit; \
+	fi; \
+	for b in $(BINARIES); do \
+		echo "+ $$engine build --target $$b -t $(IMAGE_REPO)/$$b:$(IMAGE_TAG)"; \
+		$$engine build --target $$b --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/$$b:$(IMAGE_TAG) . || exit 1; \
+	done
 
 ## run: the whole product on this machine, from examples/ (gatehouse dev):
 ## the tour, then the controller, an agent and the proxy serving, with curl
@@ -37,6 +68,7 @@ test: tools lint
 	KUBEBUILDER_ASSETS="$(TOOLS)" GATEHOUSE_E2E_BROWSER=required $(GO) test -race -count=1 ./...
 	cd $(ARGOCDREF) && $(GO) test -count=1 ./...
 	cd test/opacompat && $(GO) test -race -count=1 ./...
+	cd test/promql && $(GO) test -count=1 ./...
 
 unit:
 	$(GO) test -count=1 ./...
@@ -45,6 +77,7 @@ lint: tools
 	$(GO) vet ./...
 	cd $(ARGOCDREF) && $(GO) vet ./...
 	cd test/opacompat && $(GO) vet ./...
+	cd test/promql && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting (make fmt)"; exit 1; }
 	"$(TOOLS)/golangci-lint" run ./...
 	cd $(ARGOCDREF) && "$(TOOLS)/golangci-lint" run ./...

@@ -43,6 +43,8 @@ type Expectation struct {
 type BatchResult struct {
 	// Allow is absent when the line could not be read (no decision).
 	Allow *bool `json:"allow,omitempty"`
+	// Conceal: the proxy answers this denial without its reason.
+	Conceal bool `json:"conceal,omitempty"`
 	// Error says why a line could not be read, or why the policy could not
 	// decide it (then the request is denied, as the proxy would).
 	Error   string            `json:"error,omitempty"`
@@ -226,7 +228,7 @@ func decideLine(ctx context.Context, e *Engine, line int, raw []byte) BatchResul
 		}
 	}
 	d, err := e.Decide(ctx, in.Input)
-	res.Allow, res.Reason, res.Headers, res.Shadow = &d.Allow, d.Reason, d.Headers, d.Shadow
+	res.Allow, res.Reason, res.Headers, res.Shadow, res.Conceal = &d.Allow, d.Reason, d.Headers, d.Shadow, d.Conceal
 	if err != nil {
 		res.Error = err.Error()
 	}

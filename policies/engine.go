@@ -33,6 +33,12 @@ type Decision struct {
 	// Shadow is set when the policy denied but is not enforcing, so Allow is
 	// true anyway.
 	Shadow bool
+	// Conceal is set when the policy asks (decision.conceal) that a denial
+	// not say why: the reason would tell the caller that the Application
+	// exists, or where. The proxy then gives the same answer as for an
+	// Application it does not know; Reason is still logged and shown to
+	// admins by policy eval.
+	Conceal bool
 	// Revision is the policy revision that decided.
 	Revision string
 	// Cached is set when the decision came from the decision cache.
@@ -291,7 +297,7 @@ func (c *compiled) eval(ctx context.Context, in *Input, timeout time.Duration) (
 		return Decision{}, fmt.Errorf("policy %s: %w", c.name(), err)
 	}
 	if !d.Allow && !c.enforcing {
-		d.Allow, d.Shadow, d.Headers = true, true, nil
+		d.Allow, d.Shadow, d.Headers, d.Conceal = true, true, nil, false
 	}
 	return d, nil
 }
@@ -401,6 +407,13 @@ func decodeDecision(v ast.Value, d *Decision, k *inputKeys) error {
 				return err
 			}
 		}
+	}
+	if c := m.Get(k.conceal); c != nil {
+		b, ok := c.Value.(ast.Boolean)
+		if !ok {
+			return fmt.Errorf("decision.conceal is %s, want a boolean", astType(c.Value))
+		}
+		d.Conceal = bool(b) && !d.Allow
 	}
 	if d.Reason == "" {
 		if d.Allow {

@@ -564,3 +564,51 @@ func TestEvalFile(t *testing.T) {
 		t.Fatalf("misspelt input field: err = %v", err)
 	}
 }
+
+// TestDecisionConceal: conceal is read from the decision, only for a
+// denial, and a shadow-mode allow is never concealed; a conceal that is not
+// a boolean is an error (deny), not a silent reveal.
+func TestDecisionConceal(t *testing.T) {
+	ctx := context.Background()
+	in := Input{User: User{ID: "u1"}, Extension: "reports", Request: Request{Method: "GET"}}
+	tests := []struct {
+		name, decision string
+		shadow         bool
+		want           Decision
+		wantErr        string
+	}{
+		{name: "a concealed denial", decision: `{"allow": false, "reason": "hidden", "conceal": true}`, want: Decision{Reason: "hidden", Conceal: true}},
+		{name: "a denial with its reason", decision: `{"allow": false, "reason": "shown", "conceal": false}`, want: Decision{Reason: "shown"}},
+		{name: "conceal means nothing on an allow", decision: `{"allow": true, "reason": "ok", "conceal": true}`, want: Decision{Allow: true, Reason: "ok"}},
+		{name: "shadow mode allows, unconcealed", decision: `{"allow": false, "reason": "hidden", "conceal": true}`, shadow: true,
+			want: Decision{Allow: true, Shadow: true, Reason: "hidden"}},
+		{name: "conceal must be a boolean", decision: `{"allow": false, "conceal": "yes"}`, wantErr: "decision.conceal is a string, want a boolean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Bundle{Modules: []Module{{Path: "p.rego", Source: []byte("package gatehouse.extensions\n\ndecision := " + tt.decision + "\n")}}}
+			if tt.shadow {
+				f := false
+				b.Manifest.Metadata.Enforcing = &f
+			}
+			e := NewEngine()
+			if err := e.Load(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			d, err := e.Decide(ctx, in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || d.Allow || d.Conceal {
+					t.Fatalf("decision %+v, err %v; want a denial with error %q", d, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Revision, d.Cached = "", false
+			if d.Allow != tt.want.Allow || d.Reason != tt.want.Reason || d.Conceal != tt.want.Conceal || d.Shadow != tt.want.Shadow {
+				t.Fatalf("decision %+v, want %+v", d, tt.want)
+			}
+		})
+	}
+}

@@ -176,6 +176,9 @@ func (r *EvalReport) Write(w io.Writer) error {
 		verdict = "allow (shadow mode: the policy denies, but is not enforcing)"
 	}
 	fmt.Fprintf(&b, "decision: %s\nreason:   %s\n", verdict, d.Reason)
+	if d.Conceal {
+		b.WriteString("conceal:  the proxy answers with its generic 403 and does not show this reason\n")
+	}
 	if r.Err != nil {
 		fmt.Fprintf(&b, "error:    %v\n", r.Err)
 	}

@@ -109,7 +109,7 @@ type inputKeys struct {
 	sourceNamespaces, destinations, permitOnlyProjectScopedClusters, cluster *ast.Term
 	checks, namespacePermitted, clusterMatches, destinationPermitted         *ast.Term
 	roles, rbacName                                                          *ast.Term
-	allow, reason, headers                                                   *ast.Term
+	allow, reason, headers, conceal                                          *ast.Term
 }
 
 func newInputKeys() *inputKeys {
@@ -129,6 +129,7 @@ func newInputKeys() *inputKeys {
 		allow:                           ast.StringTerm("allow"),
 		reason:                          ast.StringTerm("reason"),
 		headers:                         ast.StringTerm("headers"),
+		conceal:                         ast.StringTerm("conceal"),
 		namespacePermitted:              ast.StringTerm("namespacePermitted"),
 		clusterMatches:                  ast.StringTerm("clusterMatches"),
 		destinationPermitted:            ast.StringTerm("destinationPermitted"),

@@ -109,6 +109,9 @@ func baseContent(def, prod *echo) *snapshot.Content {
 			{Namespace: "team-a", Name: "local", Project: "team-a", Destination: snapshot.Destination{Server: snapshot.InCluster.Server, Namespace: "team-a-local"}},
 			{Namespace: "team-b", Name: "db", Project: "team-b", Destination: snapshot.Destination{Name: "prod", Namespace: "db"}},
 			{Namespace: "team-a", Name: "orphan", Project: "deleted", Destination: snapshot.Destination{Name: "prod", Namespace: "x"}},
+			// Their project no longer permits them: its namespace, its destination.
+			{Namespace: "team-b", Name: "stray", Project: "team-a", Destination: snapshot.Destination{Name: "prod", Namespace: "team-a-stray"}},
+			{Namespace: "team-a", Name: "away", Project: "team-a", Destination: snapshot.Destination{Name: "prod", Namespace: "elsewhere"}},
 		},
 		Projects: []snapshot.Project{
 			{Name: "team-a", SourceNamespaces: []string{"team-a"}, Destinations: []snapshot.Destination{{Server: "*", Namespace: "team-a-*"}}},

@@ -56,8 +56,10 @@ func notFound(reason string) *problem {
 }
 
 // noApplication is the one answer for an Application the snapshot does not
-// have, a project header that is not the Application's, and a project the
-// snapshot no longer has: telling them apart would let anyone find out which
+// have, a project header that is not the Application's, a project the
+// snapshot no longer has or that no longer permits the Application, and a
+// policy denial that asks to be concealed (the caller may not view the
+// Application): telling them apart would let anyone find out which
 // Applications exist and in which projects.
-var noApplication = forbidden("the Application does not exist, is not in the project the Argocd-Project-Name header names, " +
-	"or its project no longer permits it: check both headers, or ask the project's owner")
+var noApplication = forbidden("no Application you may view matches the Argocd-Application-Name and Argocd-Project-Name headers " +
+	"(it may not exist, be in another project, or its project may no longer permit it): check both headers, or ask the project's owner")

@@ -85,6 +85,12 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		p.log.Error("policy decision failed; denying", "extension", ext.name, "user", id.UserID, "error", err)
 		forbidden(cmp.Or(d.Reason, "denied: the policy could not be evaluated")).write(rw)
 		return ext.name
+	case !d.Allow && d.Conceal:
+		// The reason would say the Application exists, or where; the
+		// decision log keeps it for admins.
+		p.m.denied.Inc()
+		noApplication.write(rw)
+		return ext.name
 	case !d.Allow:
 		p.m.denied.Inc()
 		forbidden(d.Reason).write(rw)

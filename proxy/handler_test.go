@@ -53,10 +53,14 @@ func TestRequests(t *testing.T) {
 			status: 403, reason: noApplication.reason},
 		{name: "an Application whose project is gone", req: req{path: "/api/v1/extensions/metrics/x", token: alice, header: app("team-a", "orphan", "deleted")},
 			status: 403, reason: noApplication.reason},
-		{name: "the policy denies: no role", req: req{path: "/api/v1/extensions/metrics/x", token: bob, header: web},
-			status: 403, reason: "none of your roles may view application team-a/web"},
-		{name: "the policy denies: another project", req: req{path: "/api/v1/extensions/metrics/x", token: alice, header: app("team-b", "db", "team-b")},
-			status: 403, reason: "none of your roles may view application team-b/db"},
+		{name: "the policy denies viewing the Application: no role", req: req{path: "/api/v1/extensions/metrics/x", token: bob, header: web},
+			status: 403, reason: noApplication.reason},
+		{name: "the policy denies viewing the Application: another project", req: req{path: "/api/v1/extensions/metrics/x", token: alice, header: app("team-b", "db", "team-b")},
+			status: 403, reason: noApplication.reason},
+		{name: "the project no longer permits the Application's namespace", req: req{path: "/api/v1/extensions/metrics/x", token: alice, header: app("team-b", "stray", "team-a")},
+			status: 403, reason: noApplication.reason},
+		{name: "the project no longer permits the Application's destination", req: req{path: "/api/v1/extensions/metrics/x", token: alice, header: app("team-a", "away", "team-a")},
+			status: 403, reason: noApplication.reason},
 		{name: "allowed: the Application's cluster has its own service", req: req{path: "/api/v1/extensions/metrics/api/v1/query?q=up&x=%2F", token: alice, header: web},
 			status: 200, backend: "prod", path: "/api/v1/query", query: "q=up&x=%2F"},
 		{name: "allowed: other clusters go to the default service, under its path", req: req{path: "/api/v1/extensions/metrics/api/v1/query", token: alice,
@@ -99,15 +103,26 @@ func TestRequests(t *testing.T) {
 	}
 }
 
-// TestNoEnumeration: an unknown Application, a wrong project and a deleted
-// project give the same answer, byte for byte.
+// TestNoEnumeration: an unknown Application, a wrong project, a deleted
+// project, a project that no longer permits the Application, and an
+// Application the caller may not view give the same answer, byte for byte:
+// a caller learns nothing of Applications it cannot see.
 func TestNoEnumeration(t *testing.T) {
 	e := newEnv(t, nil)
 	var first string
-	for _, h := range []map[string]string{app("team-a", "nope", "team-a"), app("team-a", "web", "team-b"), app("team-a", "orphan", "deleted"), app("nope", "web", "team-a")} {
-		resp, body := e.do(req{path: "/api/v1/extensions/metrics/x", token: token("alice"), header: h})
+	for _, c := range []struct {
+		user   string
+		header map[string]string
+	}{
+		{"alice", app("team-a", "nope", "team-a")}, {"alice", app("team-a", "web", "team-b")},
+		{"alice", app("team-a", "orphan", "deleted")}, {"alice", app("nope", "web", "team-a")},
+		{"alice", app("team-b", "stray", "team-a")}, {"alice", app("team-a", "away", "team-a")},
+		{"alice", app("team-b", "db", "team-b")}, {"bob", app("team-a", "web", "team-a")}, {"bob", app("team-a", "nope", "team-a")},
+	} {
+		h := c.header
+		resp, body := e.do(req{path: "/api/v1/extensions/metrics/x", token: token(c.user), header: h})
 		if resp.StatusCode != 403 {
-			t.Fatalf("%v: status %d", h, resp.StatusCode)
+			t.Fatalf("%s %v: status %d", c.user, h, resp.StatusCode)
 		}
 		if first == "" {
 			first = string(body)

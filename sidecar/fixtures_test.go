@@ -75,6 +75,9 @@ func newTestWriter(t *testing.T, root string) *Writer {
 	if err != nil {
 		t.Fatalf("NewWriter: %v", err)
 	}
+	// A Commit removes old versions after it returns, and logs to t: the
+	// test waits for that before it ends (and before its TempDir goes).
+	t.Cleanup(w.collecting.Wait)
 	return w
 }
 

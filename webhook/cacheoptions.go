@@ -14,12 +14,15 @@ import (
 // stored (the v1alpha1 type has none); of an AppProject's, only the project
 // role tokens.
 func CacheOptions(controlPlaneNamespace string) cache.Options {
-	ns := map[string]cache.Config{controlPlaneNamespace: {}}
+	// A map of its own for each type: callers add namespaces to one (the
+	// control plane adds Gatehouse's to ConfigMaps), and a shared map would
+	// widen the others, and the RBAC they need, with it.
+	ns := func() map[string]cache.Config { return map[string]cache.Config{controlPlaneNamespace: {}} }
 	return cache.Options{
 		DefaultTransform: stripForCache,
 		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.AppProject{}: {Namespaces: ns},
-			&corev1.ConfigMap{}:    {Namespaces: ns},
+			&v1alpha1.AppProject{}: {Namespaces: ns()},
+			&corev1.ConfigMap{}:    {Namespaces: ns()},
 		},
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -55,11 +56,14 @@ type controllerOptions struct {
 	WebhookConfigName  string
 	WebhookService     string
 	WebhookExtraHosts  []string
+	ProxySecret        string
+	ProxyService       string
 	MetricsBindAddress string
 	ProbeBindAddress   string
 	Profiling          bool
 	LeaderElect        bool
 	MaxBundleBytes     int64
+	CheckPermissions   bool
 
 	Agents agentServerOptions
 	Log    logflags.Options
@@ -82,10 +86,13 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", "gatehouse", "ValidatingWebhookConfiguration whose caBundle the self-managed CA is injected into")
 	fs.StringVar(&o.WebhookService, "webhook-service", "gatehouse-controller", "Service fronting the webhook; its DNS names go into the self-managed certificate")
 	fs.StringSliceVar(&o.WebhookExtraHosts, "webhook-cert-extra-hosts", nil, "extra DNS names or IP addresses for the self-managed certificate")
+	fs.StringVar(&o.ProxySecret, "proxy-secret", "gatehouse-proxy-tls", `Secret in --namespace the self-managed CA issues the extension proxy's serving certificate into (tls.crt, tls.key, ca.crt; never the CA's key); "" issues none`)
+	fs.StringVar(&o.ProxyService, "proxy-service", "gatehouse-proxy", "Service fronting the extension proxy in --namespace; its DNS names go into the proxy's certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
+	fs.BoolVar(&o.CheckPermissions, "check-permissions", true, "at start, ask the API server (SelfSubjectAccessReview) whether the controller may do everything it needs, and exit naming what it may not")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
@@ -137,6 +144,9 @@ func (o *controllerOptions) Validate() []error {
 		if o.Namespace == "" {
 			errs = append(errs, errors.New("--cert-management=self needs --namespace (or $POD_NAMESPACE) to find its Secret"))
 		}
+		if o.ProxySecret != "" && o.ProxyService == "" {
+			errs = append(errs, errors.New(`--proxy-service must name the proxy's Service, whose DNS names go into the certificate in --proxy-secret (or --proxy-secret="" issues none)`))
+		}
 	case "external":
 	default:
 		errs = append(errs, fmt.Errorf(`--cert-management %q: use "self" or "external"`, o.CertManagement))
@@ -151,6 +161,12 @@ func (o *controllerOptions) Validate() []error {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
 	}
 	return errs
+}
+
+// buildsSnapshots: the control plane builds snapshots from the cluster for
+// the agents (they are served, and not from --snapshot-dir).
+func (o *controllerOptions) buildsSnapshots() bool {
+	return o.Agents.enabled() && o.Agents.SnapshotDir == ""
 }
 
 func newControllerCommand() *cobra.Command {
@@ -203,6 +219,13 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err := gatehousev1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// RBAC older than the binary would otherwise show as a cache that never
+	// syncs, with the reason buried in the log.
+	if o.CheckPermissions {
+		if err := checkPermissions(ctx, cfg, o); err != nil {
+			return err
+		}
+	}
 	// The certificate is issued first: the webhook server and the agent
 	// server both load it when they are created.
 	var rot *certs.Rotator
@@ -221,15 +244,10 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if o.Profiling {
 		addProfiling(extra)
 	}
-	cacheOpts := webhook.CacheOptions(o.ControlPlaneNamespace)
-	buildSnapshots := agents != nil && o.Agents.SnapshotDir == ""
-	if buildSnapshots {
-		if err := kube.AddCacheOptions(&cacheOpts, cfg, o.ControlPlaneNamespace); err != nil {
-			return err
-		}
-		if err := kube.AddBundleCacheOptions(&cacheOpts, o.ControlPlaneNamespace, o.Namespace); err != nil {
-			return err
-		}
+	buildSnapshots := o.buildsSnapshots()
+	cacheOpts, err := cacheOptions(o, cfg, buildSnapshots)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -305,6 +323,20 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	return nil
 }
 
+// cacheOptions scope the one watch cache: what the webhook reads, and with
+// buildSnapshots what the control plane reads. requiredPermissions must
+// grant list and watch on each (permissions_test.go checks it).
+func cacheOptions(o *controllerOptions, cfg *rest.Config, buildSnapshots bool) (cache.Options, error) {
+	opts := webhook.CacheOptions(o.ControlPlaneNamespace)
+	if !buildSnapshots {
+		return opts, nil
+	}
+	if err := kube.AddCacheOptions(&opts, cfg, o.ControlPlaneNamespace); err != nil {
+		return opts, err
+	}
+	return opts, kube.AddBundleCacheOptions(&opts, o.ControlPlaneNamespace, o.Namespace)
+}
+
 // startRotator issues the serving certificate before the webhook server
 // starts (it needs the files) and returns the rotator that keeps it fresh.
 func startRotator(ctx context.Context, o *controllerOptions, cfg *rest.Config, scheme *runtime.Scheme, logger *slog.Logger) (*certs.Rotator, error) {
@@ -330,6 +362,8 @@ func startRotator(ctx context.Context, o *controllerOptions, cfg *rest.Config, s
 		DNSNames:          dns,
 		IPAddresses:       ips,
 		CertDir:           o.WebhookCertDir,
+		ProxySecretName:   o.ProxySecret,
+		ProxyDNSNames:     serviceNames(o.ProxyService, o.Namespace),
 		Logger:            logger,
 	})
 	if err != nil {
@@ -339,6 +373,14 @@ func startRotator(ctx context.Context, o *controllerOptions, cfg *rest.Config, s
 		return nil, fmt.Errorf("issue webhook serving certificate: %w", err)
 	}
 	return rot, nil
+}
+
+// serviceNames are the names a Pod may dial a Service by: short, with the
+// namespace, and fully qualified (an ingress controller or a proxy_pass
+// uses any of them).
+func serviceNames(service, namespace string) []string {
+	svc := service + "." + namespace + ".svc"
+	return []string{service, service + "." + namespace, svc, svc + ".cluster.local"}
 }
 
 func serverTLS(c *tls.Config) {

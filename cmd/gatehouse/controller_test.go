@@ -31,6 +31,8 @@ func TestControllerFlagsRefuseWhatCannotWork(t *testing.T) {
 			want: `--snapshot-dir serves agents, and --agent-bind-address "0" turns the agent endpoint off`},
 		{name: "two things to serve", args: []string{"--source", "dir:" + dir, "--agent-static-token-file", "f", "--snapshot-dir", dir}, want: "--snapshot-dir and --source dir:PATH both say what to serve"},
 		{name: "dir source that does not exist", args: []string{"--source", "dir:" + missing, "--agent-static-token-file", "f"}, want: "--source dir:" + missing + ": no such directory"},
+		{name: "proxy certificate without a Service", args: []string{"--namespace", "gatehouse", "--proxy-service", ""},
+			want: `--proxy-service must name the proxy's Service, whose DNS names go into the certificate in --proxy-secret (or --proxy-secret="" issues none)`},
 		{name: "dir source that is a file", args: []string{"--source", "dir:" + file, "--agent-static-token-file", "f"}, want: "--source dir:" + file + " is a file"},
 	}
 	for _, tt := range tests {

@@ -116,6 +116,9 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("add the PolicyBundle controller: %w", err)
 	}
+	if err := o.Registerer.Register(kube.NewBundleStatusCollector(mgr.GetCache(), o.Namespace)); err != nil {
+		return fmt.Errorf("register PolicyBundle status metrics: %w", err)
+	}
 	rep := kube.NewEventReporter(recorder, mgr.GetCache(), o.Namespace, o.Logger)
 	synced := func() bool { return w.Synced() && bw.Synced() }
 	c, err := newControlPlane(o, store, synced, rep, rec.ObserveProblems)

@@ -22,8 +22,11 @@ func AddCacheOptions(o *cache.Options, cfg *rest.Config, controlPlaneNamespace s
 	if err != nil {
 		return fmt.Errorf("create the cache's HTTP client: %w", err)
 	}
-	hc.Transport = TrimApplications(hc.Transport)
-	o.HTTPClient = hc
+	// A copy: for a configuration without TLS or credentials client-go
+	// returns http.DefaultClient itself, which must not change.
+	trimmed := *hc
+	trimmed.Transport = TrimApplications(hc.Transport)
+	o.HTTPClient = &trimmed
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}

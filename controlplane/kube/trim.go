@@ -20,6 +20,9 @@ import (
 // The filter is conservative: anything it does not understand (another
 // content type, JSON it cannot parse) passes through unchanged.
 func TrimApplications(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport // what a client with no Transport uses
+	}
 	return trimTransport{next: rt}
 }
 

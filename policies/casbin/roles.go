@@ -157,7 +157,7 @@ func (s *subjects) defaults(p *parsed, defaultRole string) {
 	}
 	empty := s.rolesOf("")
 	if len(empty) > 0 {
-		s.rep.note("Argo CD checks the empty subject for every request that the user and the groups fail, so the roles of lines with an empty subject (%s) are everyone's: they are in config.defaultRoles.", strings.Join(empty, ", "))
+		s.rep.note("Argo CD checks the empty subject for every request that the user and the groups fail, so the roles of lines with an empty subject are everyone's: %s, in config.defaultRoles.", strings.Join(empty, ", "))
 		if len(roles) > 0 && s.anyDeny(append(append([]string{}, roles...), empty...)) {
 			for _, l := range s.emptySubjectLines(p) {
 				s.rep.stricterThanArgoCD(l.Line, l.builtin, "Argo CD judges the empty subject apart from policy.default; Gatehouse judges them as one subject, so a deny rule in one takes away what the other allows")

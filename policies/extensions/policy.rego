@@ -6,7 +6,8 @@
 #   admins change who may do what without touching this file.
 #
 #   Query: data.gatehouse.extensions.decision
-#   Output: {"allow": bool, "reason": string, "headers": {name: value}}
+#   Output: {"allow": bool, "reason": string, "headers": {name: value},
+#            "conceal": bool (a denial the proxy answers without its reason)}
 #
 #   A request is allowed when, in this order:
 #     1. the input names a user and an extension;
@@ -51,13 +52,13 @@ decision := {"allow": true, "reason": "allowed by a grant of your roles", "heade
 	data.gatehouse.generated.headers_apply == false
 } else := {"allow": false, "reason": input_denial} if {
 	not input_complete
-} else := {"allow": false, "reason": application_denial} if {
+} else := {"allow": false, "reason": application_denial, "conceal": true} if {
 	not application_visible
 } else := {"allow": false, "reason": extension_denial} if {
 	not extension_granted
 } else := {"allow": true, "reason": "allowed by a grant of your roles", "headers": headers} if {
 	project_permits
-} else := {"allow": false, "reason": project_denial}
+} else := {"allow": false, "reason": project_denial, "conceal": project_denial_conceals}
 
 # ---------------------------------------------------------------------------
 # Configuration (data.gatehouse.config), with defaults
@@ -430,6 +431,16 @@ project_denial := "denied: the application's project is unknown" if {
 } else := sprintf("denied: the destination cluster does not match application %s/%s", [app_namespace, input.application.name]) if {
 	not input.checks.clusterMatches == true
 } else := sprintf("denied: project %q does not permit the destination of application %s/%s", [app_project, app_namespace, input.application.name])
+
+# A denial for the Application itself (the caller may not view it, or its
+# project does not hold it) carries "conceal": the proxy then answers as for
+# an Application that does not exist, so a denial never tells a caller which
+# Applications exist or where. Only missing checks, an input that did not
+# come through the engine, are an administrator's matter and not concealed.
+project_denial_conceals := false if {
+	object.get(input.project, "name", "") == app_project
+	not input.checks
+} else := true
 
 # ---------------------------------------------------------------------------
 # Allowed: reason and headers

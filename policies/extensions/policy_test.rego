@@ -446,3 +446,31 @@ test_explanation if {
 	e.projectPermits == true
 	e.checks == all_checks_pass
 }
+
+# ---------------------------------------------------------------------------
+# Concealed denials: those about the Application itself carry "conceal", so
+# the proxy does not tell a caller which Applications exist or where.
+# ---------------------------------------------------------------------------
+
+concealed(inp) if {
+	d := decide(inp)
+	d.allow == false
+	d.conceal == true
+}
+
+test_denials_about_the_application_are_concealed if {
+	concealed(get("vic", "metrics"))
+	concealed(json.patch(get("root", "metrics"), [{"op": "replace", "path": "/project/name", "value": "team-b"}]))
+	concealed(json.remove(get("root", "metrics"), ["project"]))
+	concealed(json.patch(get("root", "metrics"), [{"op": "replace", "path": "/checks/namespacePermitted", "value": false}]))
+	concealed(json.patch(get("root", "metrics"), [{"op": "replace", "path": "/checks/clusterMatches", "value": false}]))
+	concealed(json.patch(get("root", "metrics"), [{"op": "replace", "path": "/checks/destinationPermitted", "value": false}]))
+}
+
+test_other_denials_keep_their_reason if {
+	not decide(request("gina", [], "metrics", "POST", app("team-a-dev", "guestbook"))).conceal
+	not decide(system("sys", "status")).conceal
+	not decide(json.remove(get("root", "metrics"), ["checks"])).conceal
+	not decide(json.remove(get("root", "metrics"), ["user"])).conceal
+	not decide(get("root", "metrics")).conceal
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // certReloader serves the certificate in certFile and keyFile, read again
@@ -45,4 +47,24 @@ func latestModTime(files ...string) time.Time {
 		}
 	}
 	return latest
+}
+
+// expiry is when the serving certificate on disk expires (Unix seconds), for
+// gatehouse_proxy_certificate_expiry_timestamp_seconds: reading it also
+// picks up a renewed pair, so the figure follows the files, not the last
+// handshake. 0 while no pair loads.
+func (r *certReloader) expiry() float64 {
+	c, err := r.get(nil)
+	if err != nil || c.Leaf == nil {
+		return 0
+	}
+	return float64(c.Leaf.NotAfter.Unix())
+}
+
+// CertificateExpiry is gatehouse_proxy_certificate_expiry_timestamp_seconds,
+// registered when the proxy serves TLS; exported so that the metrics tests
+// register the proxy's collectors as Run does.
+func CertificateExpiry(expiry func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gatehouse_proxy_certificate_expiry_timestamp_seconds",
+		Help: "When the proxy's serving certificate (--tls-cert-file) expires (Unix time)."}, expiry)
 }

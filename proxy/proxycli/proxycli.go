@@ -200,6 +200,7 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 			return err
 		}
 		main.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		reg.MustRegister(CertificateExpiry(certs.expiry))
 	}
 	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
 		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}

@@ -142,29 +142,3 @@ func TestTenantWorkflow(t *testing.T) {
 		expectDenied(t, "delete default", r, `AppProject "default" is still used by 1 Application (argocd/platform)`)
 	})
 }
-
-// TestManifestsInstall applies the shipped kustomize base to the real API
-// server (server-side dry run): every object must be accepted as written.
-func TestManifestsInstall(t *testing.T) {
-	r := shared.run(shared.adminCfg, "", "kustomize", "../../manifests/base")
-	if r.err != nil {
-		t.Fatalf("kubectl kustomize manifests/base: %v\n%s", r.err, r.stderr)
-	}
-	// The test registered its own "gatehouse" webhook configuration (pointing
-	// at 127.0.0.1); check the shipped one under another name.
-	rendered := strings.Replace(r.stdout, "  name: gatehouse\nwebhooks:", "  name: gatehouse-manifest-check\nwebhooks:", 1)
-	if rendered == r.stdout {
-		t.Fatal("rendered manifests have no ValidatingWebhookConfiguration named gatehouse")
-	}
-	r = shared.run(shared.adminCfg, rendered, "apply", "--dry-run=server", "-f", "-")
-	if r.err != nil {
-		t.Fatalf("kubectl apply --dry-run=server of manifests/base: %v\n%s", r.err, r.stderr)
-	}
-	r = shared.run(shared.adminCfg, "", "kustomize", "../../manifests/overlays/cert-manager")
-	if r.err != nil {
-		t.Fatalf("kubectl kustomize manifests/overlays/cert-manager: %v\n%s", r.err, r.stderr)
-	}
-	if !strings.Contains(r.stdout, "--cert-management=external") {
-		t.Error("the cert-manager overlay does not switch the controller to external certificates")
-	}
-}

@@ -223,18 +223,18 @@ func (c *cluster) seed() error {
 	return nil
 }
 
-// serviceAccountToken is a token from the TokenRequest API for a
-// ServiceAccount of gatehouse-system, bound to pod when it is given, as the
+// serviceAccountToken is a token from the TokenRequest API for the
+// ServiceAccount namespace/sa, bound to pod when it is given, as the
 // kubelet projects one.
-func (c *cluster) serviceAccountToken(ctx context.Context, sa string, audiences []string, ttl time.Duration, pod *corev1.Pod) (string, error) {
+func (c *cluster) serviceAccountToken(ctx context.Context, namespace, sa string, audiences []string, ttl time.Duration, pod *corev1.Pod) (string, error) {
 	expiry := int64(ttl.Seconds())
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: &expiry}}
 	if pod != nil {
 		tr.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
 	}
-	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: "gatehouse-system"}}
+	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
 	if err := c.client.SubResource("token").Create(ctx, obj, tr); err != nil {
-		return "", fmt.Errorf("TokenRequest for ServiceAccount gatehouse-system/%s: %w", sa, err)
+		return "", fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", namespace, sa, err)
 	}
 	return tr.Status.Token, nil
 }
@@ -243,7 +243,12 @@ func (c *cluster) serviceAccountToken(ctx context.Context, sa string, audiences 
 // ServiceAccount, with a token from the TokenRequest API, as the Pod would
 // have.
 func (c *cluster) controllerKubeconfig() (string, error) {
-	token, err := c.serviceAccountToken(context.Background(), "gatehouse-controller", nil, 4*time.Hour, nil)
+	return c.serviceAccountKubeconfig("gatehouse-system", "gatehouse-controller")
+}
+
+// serviceAccountKubeconfig is a kubeconfig for a ServiceAccount.
+func (c *cluster) serviceAccountKubeconfig(namespace, name string) (string, error) {
+	token, err := c.serviceAccountToken(context.Background(), namespace, name, nil, 4*time.Hour, nil)
 	if err != nil {
 		return "", err
 	}
@@ -251,14 +256,14 @@ func (c *cluster) controllerKubeconfig() (string, error) {
 		"apiVersion": "v1", "kind": "Config", "current-context": "gatehouse",
 		"clusters": []any{map[string]any{"name": "envtest", "cluster": map[string]any{
 			"server": c.env.Config.Host, "certificate-authority-data": c.env.Config.CAData}}},
-		"users":    []any{map[string]any{"name": "gatehouse-controller", "user": map[string]any{"token": token}}},
-		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": "gatehouse-controller"}}},
+		"users":    []any{map[string]any{"name": name, "user": map[string]any{"token": token}}},
+		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": name}}},
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(c.dir, "gatehouse-controller.kubeconfig")
+	path := filepath.Join(c.dir, name+".kubeconfig")
 	return path, os.WriteFile(path, raw, 0o600)
 }
 

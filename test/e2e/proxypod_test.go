@@ -39,7 +39,7 @@ func newProxyPod(t *testing.T, name string) *proxyPod {
 	if err := c.client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	token, err := c.serviceAccountToken(ctx, sa.Name, []string{"gatehouse"}, 10*time.Minute, pod)
+	token, err := c.serviceAccountToken(ctx, sa.Namespace, sa.Name, []string{"gatehouse"}, 10*time.Minute, pod)
 	if err != nil {
 		t.Fatal(err)
 	}

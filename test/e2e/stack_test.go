@@ -383,7 +383,7 @@ func (p *proxyReplica) start(tb testing.TB, s *stack) {
 }
 
 func (p *proxyReplica) renewToken(ctx context.Context, s *stack) error {
-	token, err := s.serviceAccountToken(ctx, "gatehouse-proxy", []string{"gatehouse"}, p.tokenTTL, p.pod)
+	token, err := s.serviceAccountToken(ctx, "gatehouse-system", "gatehouse-proxy", []string{"gatehouse"}, p.tokenTTL, p.pod)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,13 @@ type Options struct {
 	DNSNames          []string
 	IPAddresses       []net.IP
 	CertDir           string
-	Logger            *slog.Logger
+	// ProxySecretName, when set, names a second Secret in SecretNamespace
+	// that the rotator keeps holding a serving certificate for
+	// ProxyDNSNames, signed by the same CA: tls.crt, tls.key and ca.crt,
+	// never the CA's key (it is mounted into the extension proxy).
+	ProxySecretName string
+	ProxyDNSNames   []string
+	Logger          *slog.Logger
 	// Defaults: CA 5 years, leaf 1 year, check every 10 minutes.
 	CAValidity    time.Duration
 	LeafValidity  time.Duration
@@ -62,6 +68,9 @@ func New(o Options) (*Rotator, error) {
 	}
 	if len(o.DNSNames) == 0 && len(o.IPAddresses) == 0 {
 		return nil, errors.New("certs: the serving certificate needs at least one DNS name or IP address")
+	}
+	if o.ProxySecretName != "" && len(o.ProxyDNSNames) == 0 {
+		return nil, errors.New("certs: the proxy's serving certificate needs at least one DNS name")
 	}
 	if o.CAValidity == 0 {
 		o.CAValidity = 5 * 365 * 24 * time.Hour
@@ -111,8 +120,10 @@ func (r *Rotator) Start(ctx context.Context) error {
 }
 
 // Ensure makes the Secret hold a fresh CA and leaf for the wanted names,
-// writes the leaf to CertDir and sets caBundle on the webhook configuration.
-// Call it once before the webhook server starts: the server needs the files.
+// writes the leaf to CertDir, sets caBundle on the webhook configuration
+// and, with ProxySecretName, makes the proxy's Secret hold a fresh leaf
+// signed by that CA. Call it once before the webhook server starts: the
+// server needs the files.
 func (r *Rotator) Ensure(ctx context.Context) error {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -155,7 +166,17 @@ func (r *Rotator) ensureOnce(ctx context.Context) error {
 	if err := r.writeFiles(data); err != nil {
 		return err
 	}
-	return r.injectCABundle(ctx, data[KeyCACert])
+	if err := r.injectCABundle(ctx, data[KeyCACert]); err != nil {
+		return err
+	}
+	if r.o.ProxySecretName == "" {
+		return nil
+	}
+	ca, err := parsePair(data[KeyCACert], data[KeyCAKey])
+	if err != nil {
+		return fmt.Errorf("read the CA from Secret %s: %w", key, err)
+	}
+	return r.ensureProxy(ctx, ca, data[KeyCACert])
 }
 
 // renew returns the Secret data to use and whether it differs from current.
