@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,7 +33,8 @@ import (
 // kube-apiserver and etcd, two controller replicas behind one "Service"
 // (the webhook and the agent endpoint), two proxy Pods (an agent with a
 // bound ServiceAccount token writing to a volume, and the proxy reading
-// it), and extension backends per cluster.
+// it and serving HTTPS with the certificate the controller issued), and
+// extension backends per cluster.
 type stack struct {
 	*cluster
 	tb         testing.TB
@@ -46,6 +49,12 @@ type stack struct {
 	// and sends /extensions/ to the first proxy, on one origin.
 	front *httptest.Server
 	users map[string]string // account → Argo CD token
+	// proxyTLS is the serving certificate the controller issued into
+	// gatehouse-proxy-tls (tls.crt, tls.key), which every proxy serves as
+	// the Deployment mounts it, and the client side: its CA, and the
+	// Service's name the ingress and the tests verify.
+	proxyCert, proxyKey []byte
+	proxyClient         *tls.Config
 }
 
 // stackOptions are what the full-stack test and the soak set differently.
@@ -114,6 +123,7 @@ func newStack(tb testing.TB, opts stackOptions) *stack {
 	}
 	s.updateEndpoints()
 
+	s.readProxyTLS(tb)
 	for _, name := range []string{"metrics-default", "metrics-prod", "metrics-staging", "logs"} {
 		s.backends[name] = newBackend(tb, name)
 	}
@@ -123,7 +133,7 @@ func newStack(tb testing.TB, opts stackOptions) *stack {
 	for i := range 2 {
 		s.pods = append(s.pods, s.newProxyReplica(i, opts.tokenTTL))
 	}
-	s.front = newFront(tb, s.pods[0].listen, s.users["alice"])
+	s.front = newFront(tb, s.pods[0].listen, s.proxyClient, s.users["alice"])
 	if r := c.run(c.adminCfg, s.world(), "apply", "-f", "-"); r.err != nil {
 		tb.Fatalf("kubectl apply the world: %v\n%s", r.err, r.stderr)
 	}
@@ -139,6 +149,23 @@ func newStack(tb testing.TB, opts stackOptions) *stack {
 		}
 	})
 	return s
+}
+
+// readProxyTLS waits for the certificate the controller issues for the
+// proxy (it does so at start) and keeps it.
+func (s *stack) readProxyTLS(tb testing.TB) {
+	tb.Helper()
+	var secret corev1.Secret
+	waitFor(tb, 30*time.Second, "the controller issues gatehouse-proxy-tls", func() bool {
+		err := s.client.Get(context.Background(), types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-proxy-tls"}, &secret)
+		return err == nil && len(secret.Data["tls.crt"]) > 0 && len(secret.Data["tls.key"]) > 0
+	})
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		tb.Fatal("gatehouse-proxy-tls has no usable ca.crt")
+	}
+	s.proxyCert, s.proxyKey = secret.Data["tls.crt"], secret.Data["tls.key"]
+	s.proxyClient = &tls.Config{RootCAs: roots, ServerName: "gatehouse-proxy.gatehouse-system.svc", MinVersion: tls.VersionTLS12}
 }
 
 // startReplica starts replica i, on new ports, as a new Pod.
@@ -310,6 +337,7 @@ type proxyReplica struct {
 	listen, admin, health, agentAdmin string
 	agent, proxy                      *exec.Cmd
 	agentLogs, proxyLogs              *processLog
+	client                            *http.Client // HTTPS to this proxy, verifying its certificate
 	tokenTTL                          time.Duration
 	stopRenew                         context.CancelFunc
 }
@@ -318,7 +346,8 @@ func (s *stack) newProxyReplica(i int, ttl time.Duration) *proxyReplica {
 	tb := s.tb
 	tb.Helper()
 	p := &proxyReplica{name: fmt.Sprintf("gatehouse-proxy-%d", i), dir: tb.TempDir(), tokenTTL: ttl,
-		agentLogs: &processLog{}, proxyLogs: &processLog{}}
+		agentLogs: &processLog{}, proxyLogs: &processLog{},
+		client: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: s.proxyClient.Clone()}}}
 	if p.tokenTTL == 0 {
 		p.tokenTTL = time.Hour
 	}
@@ -352,8 +381,11 @@ func (p *proxyReplica) start(tb testing.TB, s *stack) {
 	}
 	// Flags as manifests/base/proxy-deployment.yaml sets them, on loopback
 	// ports of this Pod's own.
-	p.proxy = exec.Command(binaries.prx, "--snapshot-dir", p.root, "--listen", p.listen, "--admin-listen", p.admin,
-		"--health-listen", p.health, "--log-format", "text")
+	certFile, keyFile := filepath.Join(p.dir, "tls.crt"), filepath.Join(p.dir, "tls.key")
+	writeFile(tb, certFile, string(s.proxyCert))
+	writeFile(tb, keyFile, string(s.proxyKey))
+	p.proxy = exec.Command(binaries.prx, "--snapshot-dir", p.root, "--listen", p.listen, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--admin-listen", p.admin, "--health-listen", p.health, "--log-format", "text")
 	p.proxy.Stdout, p.proxy.Stderr = p.proxyLogs, p.proxyLogs
 	startProcess(tb, p.proxy, p.name+" proxy", p.proxyLogs)
 	p.agent = exec.Command(binaries.agent, "--server", s.agentSvc.addr(), "--ca-file", p.caFile, "--token-file", p.tokenFile,
@@ -458,7 +490,7 @@ var callClient = &http.Client{Timeout: 20 * time.Second}
 // does, as user (no token when ""), for the Application app
 // ("namespace:name") of project.
 func (p *proxyReplica) call(token, ext, path, app, project string) answer {
-	req, err := http.NewRequest(http.MethodGet, "http://"+p.listen+"/extensions/"+ext+path, nil) //nolint:noctx // bounded by the client
+	req, err := http.NewRequest(http.MethodGet, "https://"+p.listen+"/extensions/"+ext+path, nil) //nolint:noctx // bounded by the client
 	if err != nil {
 		return answer{err: err}
 	}
@@ -469,7 +501,7 @@ func (p *proxyReplica) call(token, ext, path, app, project string) answer {
 	req.Header.Set("Argocd-Project-Name", project)
 	req.Header.Set("Argocd-Username", "admin") // a client's claim, never forwarded
 	start := time.Now()
-	resp, err := callClient.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return answer{err: err, elapsed: time.Since(start)}
 	}
@@ -539,7 +571,7 @@ func (b *backend) last(query string) (seenRequest, bool) {
 // newFront serves what Argo CD's server and ingress serve on one origin:
 // a sign-in that sets the argocd.token cookie as Argo CD does, the UI's
 // page, and /extensions/ forwarded to the proxy with the Host kept.
-func newFront(tb testing.TB, proxyAddr, token string) *httptest.Server {
+func newFront(tb testing.TB, proxyAddr string, proxyTLS *tls.Config, token string) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 		// Argo CD (util/session, util/http MakeCookieMetadata) sets the
@@ -551,7 +583,7 @@ func newFront(tb testing.TB, proxyAddr, token string) *httptest.Server {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><html><head><title>Argo CD</title></head><body><div id="app">team-a/web</div></body></html>`)
 	})
-	forward := proxyTo(proxyAddr)
+	forward := proxyTo(proxyAddr, proxyTLS)
 	mux.Handle("/extensions/", forward)
 	mux.Handle("/api/v1/extensions/", forward)
 	srv := httptest.NewServer(mux)
@@ -559,14 +591,15 @@ func newFront(tb testing.TB, proxyAddr, token string) *httptest.Server {
 	return srv
 }
 
-// proxyTo forwards to the proxy as an ingress does: the Host the browser
-// used is kept (the proxy checks a WebSocket's Origin against it), and
-// WebSocket upgrades pass through.
-func proxyTo(addr string) http.Handler {
-	target := &url.URL{Scheme: "http", Host: addr}
+// proxyTo forwards to the proxy as an ingress does: over HTTPS, verifying
+// the proxy's certificate against the CA in gatehouse-proxy-tls (as the
+// ingress example does), the Host the browser used kept (the proxy checks
+// a WebSocket's Origin against it), and WebSocket upgrades passed through.
+func proxyTo(addr string, proxyTLS *tls.Config) http.Handler {
+	target := &url.URL{Scheme: "https", Host: addr}
 	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
 		r.Out.Host = r.In.Host
 		r.SetXForwarded()
-	}}
+	}, Transport: &http.Transport{TLSClientConfig: proxyTLS.Clone()}}
 }
