@@ -61,7 +61,7 @@ func startCluster() (*cluster, error) {
 	c := &cluster{dir: dir, certDir: filepath.Join(dir, "certs")}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{"../e2e/testdata/crds"},
+		CRDDirectoryPaths:     []string{"../e2e/testdata/crds", "../../manifests/base/crds"}, // Argo CD's, and Gatehouse's PolicyBundle, which the controller watches
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := c.env.Start()

@@ -138,7 +138,7 @@ func TestAgentInCluster(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -152,7 +152,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func statusCode(t *testing.T, url string) int {
+func statusCode(t testing.TB, url string) int {
 	t.Helper()
 	resp, err := http.Get(url) //nolint:noctx // a test against loopback
 	if err != nil {

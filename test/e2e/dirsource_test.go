@@ -118,7 +118,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	}
 }
 
-func startProcess(t *testing.T, cmd *exec.Cmd, name string, logs *processLog) {
+func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *processLog) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -163,7 +163,7 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func edit(t *testing.T, path, old, new string) {
 	}
 }
 
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
@@ -198,7 +198,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-func get(t *testing.T, url string) string {
+func get(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url) //nolint:noctx // a test against loopback
 	if err != nil {

@@ -1,4 +1,6 @@
 // Package e2e runs Gatehouse against a real kube-apiserver and etcd (built by
 // test/tools/install.sh, started by controller-runtime's envtest), driving it
-// with the real kubectl as tenants and administrators would.
+// with the real kubectl as tenants and administrators would. TestFullStack
+// runs the whole system on an API server of its own, and
+// BenchmarkFullStackSoak soaks it (make bench).
 package e2e

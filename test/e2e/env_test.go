@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,13 +28,15 @@ import (
 
 // cluster is one running API server with Gatehouse admitting into it.
 type cluster struct {
-	env        *envtest.Environment
-	client     client.Client
-	kubectl    string
-	adminCfg   string // kubeconfig paths
-	tenantCfg  string
-	dir        string
-	controller *exec.Cmd
+	env       *envtest.Environment
+	client    client.Client
+	kubectl   string
+	adminCfg  string // kubeconfig paths
+	tenantCfg string
+	dir       string
+	// controller is the one replica the shared cluster runs; the full-stack
+	// test runs its own.
+	controller *controllerProc
 	logs       *processLog
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
@@ -51,7 +55,9 @@ func run(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: set up:", err)
 		if c != nil {
-			fmt.Fprintf(os.Stderr, "--- gatehouse controller log ---\n%s\n", c.logs.String())
+			if c.logs != nil {
+				fmt.Fprintf(os.Stderr, "--- gatehouse controller log ---\n%s\n", c.logs.String())
+			}
 			c.stop()
 		}
 		return 1
@@ -66,6 +72,23 @@ func run(m *testing.M) int {
 }
 
 func start() (*cluster, error) {
+	c, err := newCluster()
+	if err != nil {
+		return c, err
+	}
+	if c.bin, err = buildBinaries(); err != nil {
+		return c, err
+	}
+	if err := c.startController(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// newCluster starts an API server and etcd with Argo CD's and Gatehouse's
+// CRDs, with an administrator, a tenant (alice) and the shipped RBAC, and
+// no Gatehouse running.
+func newCluster() (*cluster, error) {
 	dir, err := testkit.Assets()
 	if err != nil {
 		return nil, err
@@ -74,7 +97,7 @@ func start() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl"), logs: &processLog{}}
+	c := &cluster{dir: tmp, kubectl: filepath.Join(dir, "kubectl")}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{"testdata/crds", "../../manifests/base/crds"},
@@ -98,10 +121,48 @@ func start() (*cluster, error) {
 	if err := c.seed(); err != nil {
 		return c, fmt.Errorf("create namespaces, RBAC and settings: %w", err)
 	}
-	if err := c.startController(); err != nil {
-		return c, err
-	}
 	return c, nil
+}
+
+// binaries are the programs the tests run, built once per test binary:
+// gatehouse (every subcommand), and the sidecar's and the proxy image's
+// own binaries.
+var binaries struct {
+	dir                   string
+	gatehouse, agent, prx string
+}
+
+// buildBinaries builds the three binaries in parallel and returns
+// gatehouse's path.
+func buildBinaries() (string, error) {
+	dir, err := os.MkdirTemp("", "gatehouse-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	binaries.dir = dir
+	binaries.gatehouse = filepath.Join(dir, "gatehouse")
+	binaries.agent = filepath.Join(dir, "gatehouse-agent")
+	binaries.prx = filepath.Join(dir, "gatehouse-proxy")
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, b := range []struct{ out, pkg string }{
+		{binaries.gatehouse, "../../cmd/gatehouse"},
+		{binaries.agent, "../../cmd/gatehouse-agent"},
+		{binaries.prx, "../../cmd/gatehouse-proxy"},
+	} {
+		wg.Go(func() {
+			if out, err := exec.Command("go", "build", "-o", b.out, b.pkg).CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return "", err
+		}
+	}
+	return binaries.gatehouse, nil
 }
 
 func (c *cluster) kubeconfig(user string, groups []string) (string, error) {
@@ -162,6 +223,22 @@ func (c *cluster) seed() error {
 	return nil
 }
 
+// serviceAccountToken is a token from the TokenRequest API for the
+// ServiceAccount namespace/sa, bound to pod when it is given, as the
+// kubelet projects one.
+func (c *cluster) serviceAccountToken(ctx context.Context, namespace, sa string, audiences []string, ttl time.Duration, pod *corev1.Pod) (string, error) {
+	expiry := int64(ttl.Seconds())
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: &expiry}}
+	if pod != nil {
+		tr.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
+	if err := c.client.SubResource("token").Create(ctx, obj, tr); err != nil {
+		return "", fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", namespace, sa, err)
+	}
+	return tr.Status.Token, nil
+}
+
 // controllerKubeconfig is a kubeconfig for the gatehouse-controller
 // ServiceAccount, with a token from the TokenRequest API, as the Pod would
 // have.
@@ -171,17 +248,15 @@ func (c *cluster) controllerKubeconfig() (string, error) {
 
 // serviceAccountKubeconfig is a kubeconfig for a ServiceAccount.
 func (c *cluster) serviceAccountKubeconfig(namespace, name string) (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	expiry := int64(4 * 3600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
-	if err := c.client.SubResource("token").Create(context.Background(), sa, tr); err != nil {
-		return "", fmt.Errorf("token for ServiceAccount %s/%s: %w", namespace, name, err)
+	token, err := c.serviceAccountToken(context.Background(), namespace, name, nil, 4*time.Hour, nil)
+	if err != nil {
+		return "", err
 	}
 	cfg := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "gatehouse",
 		"clusters": []any{map[string]any{"name": "envtest", "cluster": map[string]any{
 			"server": c.env.Config.Host, "certificate-authority-data": c.env.Config.CAData}}},
-		"users":    []any{map[string]any{"name": name, "user": map[string]any{"token": tr.Status.Token}}},
+		"users":    []any{map[string]any{"name": name, "user": map[string]any{"token": token}}},
 		"contexts": []any{map[string]any{"name": "gatehouse", "context": map[string]any{"cluster": "envtest", "user": name}}},
 	}
 	raw, err := yaml.Marshal(cfg)
@@ -192,66 +267,32 @@ func (c *cluster) serviceAccountKubeconfig(namespace, name string) (string, erro
 	return path, os.WriteFile(path, raw, 0o600)
 }
 
-// startController builds gatehouse, registers the shipped webhook
-// configuration (pointed at 127.0.0.1 instead of the in-cluster Service),
-// and runs `gatehouse controller` with a self-managed certificate.
+// startController registers the shipped webhook configuration (pointed at
+// 127.0.0.1 instead of the in-cluster Service) and runs `gatehouse
+// controller` with a self-managed certificate.
 func (c *cluster) startController() error {
-	bin := filepath.Join(c.dir, "gatehouse")
-	c.bin = bin
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/gatehouse")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build gatehouse: %w\n%s", err, out)
-	}
-	port, err := testkit.FreePort()
-	if err != nil {
-		return err
-	}
-	probePort, err := testkit.FreePort()
-	if err != nil {
-		return err
-	}
-	agentPort, err := testkit.FreePort()
-	if err != nil {
-		return err
-	}
-	metricsPort, err := testkit.FreePort()
-	if err != nil {
-		return err
-	}
-	debugPort, err := testkit.FreePort()
-	if err != nil {
-		return err
-	}
-	c.agentAddr = fmt.Sprintf("127.0.0.1:%d", agentPort)
-	c.adminURL = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
-	c.debugURL = fmt.Sprintf("http://127.0.0.1:%d", debugPort)
 	kubeconfig, err := c.controllerKubeconfig()
 	if err != nil {
 		return err
 	}
-	if err := c.registerWebhook(port); err != nil {
+	p, err := newControllerProc(c.bin, kubeconfig, filepath.Join(c.dir, "certs"))
+	if err != nil {
 		return err
 	}
-	c.controller = exec.Command(bin, "controller",
-		"--kubeconfig", kubeconfig,
-		"--namespace", "gatehouse-system",
-		"--control-plane-namespace", "argocd",
-		"--webhook-port", fmt.Sprint(port),
-		"--webhook-cert-dir", filepath.Join(c.dir, "certs"),
-		"--webhook-cert-extra-hosts", "127.0.0.1",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
-		"--agent-bind-address", c.agentAddr,
-		"--debug-bind-address", fmt.Sprintf("127.0.0.1:%d", debugPort),
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
-		"--log-level", "debug", "--log-format", "text")
-	c.controller.Stdout, c.controller.Stderr = c.logs, c.logs
-	if err := c.controller.Start(); err != nil {
-		return fmt.Errorf("start gatehouse controller: %w", err)
+	c.controller, c.logs = p, p.logs
+	c.agentAddr, c.adminURL, c.debugURL = p.agentAddr(), p.metricsURL(), p.debugURL()
+	if err := c.registerWebhook(fmt.Sprintf("127.0.0.1:%d", p.webhookPort)); err != nil {
+		return err
 	}
-	return testkit.WaitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort), 60*time.Second)
+	if err := p.start(); err != nil {
+		return err
+	}
+	return p.waitReady(60 * time.Second)
 }
 
-func (c *cluster) registerWebhook(port int) error {
+// registerWebhook creates the shipped ValidatingWebhookConfiguration with
+// every webhook pointed at https://hostPort instead of the Service.
+func (c *cluster) registerWebhook(hostPort string) error {
 	raw, err := os.ReadFile("../../manifests/base/webhook.yaml")
 	if err != nil {
 		return err
@@ -262,27 +303,112 @@ func (c *cluster) registerWebhook(port int) error {
 	}
 	for i := range cfg.Webhooks {
 		svc := cfg.Webhooks[i].ClientConfig.Service
-		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *svc.Path)
+		url := fmt.Sprintf("https://%s%s", hostPort, *svc.Path)
 		cfg.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
 	}
 	return c.client.Create(context.Background(), &cfg)
 }
 
 func (c *cluster) stop() {
-	if c.controller != nil && c.controller.Process != nil {
-		_ = c.controller.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = c.controller.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = c.controller.Process.Kill()
-		}
+	if c.controller != nil {
+		c.controller.stop()
 	}
 	if c.env != nil {
 		_ = c.env.Stop()
 	}
 	_ = os.RemoveAll(c.dir)
+	if binaries.dir != "" && c == shared {
+		_ = os.RemoveAll(binaries.dir)
+	}
+}
+
+// controllerProc is one replica of `gatehouse controller`, on ports of its
+// own; a replica restarted (as a new Pod would be) gets new ones.
+type controllerProc struct {
+	bin, kubeconfig, certDir string
+	extraArgs                []string
+	webhookPort, agentPort   int
+	metricsPort, probePort   int
+	debugPort                int
+	cmd                      *exec.Cmd
+	exited                   chan struct{}
+	logs                     *processLog
+}
+
+func newControllerProc(bin, kubeconfig, certDir string, extraArgs ...string) (*controllerProc, error) {
+	p := &controllerProc{bin: bin, kubeconfig: kubeconfig, certDir: certDir, extraArgs: extraArgs, logs: &processLog{}}
+	return p, p.choosePorts()
+}
+
+func (p *controllerProc) choosePorts() error {
+	for _, port := range []*int{&p.webhookPort, &p.agentPort, &p.metricsPort, &p.probePort, &p.debugPort} {
+		n, err := testkit.FreePort()
+		if err != nil {
+			return err
+		}
+		*port = n
+	}
+	return nil
+}
+
+func (p *controllerProc) agentAddr() string { return fmt.Sprintf("127.0.0.1:%d", p.agentPort) }
+func (p *controllerProc) metricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.metricsPort)
+}
+func (p *controllerProc) debugURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.debugPort) }
+func (p *controllerProc) webhookAddr() string {
+	return fmt.Sprintf("127.0.0.1:%d", p.webhookPort)
+}
+
+func (p *controllerProc) start() error {
+	args := []string{"controller",
+		"--kubeconfig", p.kubeconfig,
+		"--namespace", "gatehouse-system",
+		"--control-plane-namespace", "argocd",
+		"--webhook-port", fmt.Sprint(p.webhookPort),
+		"--webhook-cert-dir", p.certDir,
+		"--webhook-cert-extra-hosts", "127.0.0.1",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", p.metricsPort),
+		"--agent-bind-address", p.agentAddr(),
+		"--debug-bind-address", fmt.Sprintf("127.0.0.1:%d", p.debugPort),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", p.probePort),
+		"--log-level", "debug", "--log-format", "text"}
+	p.cmd = exec.Command(p.bin, append(args, p.extraArgs...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		return fmt.Errorf("start gatehouse controller: %w", err)
+	}
+	p.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.cmd, p.exited)
+	return nil
+}
+
+func (p *controllerProc) waitReady(limit time.Duration) error {
+	return testkit.WaitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.probePort), limit)
+}
+
+// kill ends the replica at once, as a node failure or an OOM kill would:
+// no stream is closed cleanly and the Lease is not released.
+func (p *controllerProc) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// stop ends the replica as the kubelet does: SIGTERM, then SIGKILL.
+func (p *controllerProc) stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
 }
 
 // kubectlResult is what a kubectl run printed.

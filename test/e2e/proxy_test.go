@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -128,15 +127,12 @@ func TestProxyInCluster(t *testing.T) {
 
 	// The proxy Pod's identity, as the kubelet would project it.
 	p := newProxyPod(t, "gatehouse-proxy-e2e")
-	pod, root, dir := p.pod, p.root, t.TempDir()
+	pod, root := p.pod, p.root
 
 	ports := freePorts(t, 4)
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	// The proxy image's binary, which runs `gatehouse proxy`'s code.
-	proxyBin := filepath.Join(dir, "gatehouse-proxy")
-	if out, err := exec.Command("go", "build", "-o", proxyBin, "../../cmd/gatehouse-proxy").CombinedOutput(); err != nil {
-		t.Fatalf("go build gatehouse-proxy: %v\n%s", err, out)
-	}
+	proxyBin := binaries.prx
 	var proxyLogs, agentLogs processLog
 	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")

@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,13 +39,9 @@ func newProxyPod(t *testing.T, name string) *proxyPod {
 	if err := c.client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	expiry := int64(600)
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences: []string{"gatehouse"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := c.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("TokenRequest: %v", err)
+	token, err := c.serviceAccountToken(ctx, sa.Namespace, sa.Name, []string{"gatehouse"}, 10*time.Minute, pod)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var tls corev1.Secret
 	if err := c.client.Get(ctx, types.NamespacedName{Namespace: "gatehouse-system", Name: "gatehouse-webhook-tls"}, &tls); err != nil {
@@ -53,7 +49,7 @@ func newProxyPod(t *testing.T, name string) *proxyPod {
 	}
 	dir := t.TempDir()
 	p := &proxyPod{pod: pod, tokenFile: filepath.Join(dir, "token"), caFile: filepath.Join(dir, "ca.crt"), root: filepath.Join(dir, "volume")}
-	writeFile(t, p.tokenFile, tr.Status.Token)
+	writeFile(t, p.tokenFile, token)
 	writeFile(t, p.caFile, string(tls.Data["ca.crt"]))
 	if err := os.Mkdir(p.root, 0o755); err != nil { // the Pod's emptyDir
 		t.Fatal(err)

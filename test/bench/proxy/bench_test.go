@@ -153,6 +153,18 @@ func runLoad(b *testing.B) {
 	b.ReportMetric(cpu, "gatehouse-cpu-us/req")
 	b.ReportMetric(peak, "gatehouse-req/s")
 	b.ReportMetric(added, "added-p99-ms@half-peak")
+	// The baselines of the same rounds, for make bench's summary: the tuned
+	// Go reverse proxy (targets[1]) and nginx when it ran.
+	for i, t := range targets[1 : len(targets)-1] {
+		prefix := "bare-"
+		if strings.HasPrefix(t.name, "nginx") {
+			prefix = "nginx-"
+		}
+		_, baseCPU, _ := stats(results[i+1].cpuPerReq)
+		_, baseAdded, _ := stats(pacedP99[i+1])
+		b.ReportMetric(baseCPU, prefix+"cpu-us/req")
+		b.ReportMetric(baseAdded, prefix+"added-p99-ms@half-peak")
+	}
 	b.ReportMetric(mb(hwm), "gatehouse-peak-rss-MB")
 	b.ReportMetric(float64(swapFailed), "failed-during-swaps")
 	b.ReportMetric(0, "ns/op")

@@ -1,0 +1,398 @@
+// Command summary reads the output of `go test -bench` over the whole
+// module (what make bench runs) and writes one table into
+// docs/performance.md: every headline figure beside its target and beside
+// a baseline measured in the same run, with a verdict. The table replaces
+// the one between the summary markers, or is put under the title.
+//
+//	go run ./test/bench/summary -in bench.txt -doc docs/performance.md
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	module      = "github.com/gatehouse-dev/gatehouse/"
+	beginMarker = "<!-- make bench: summary start (written by test/bench/summary; edits are overwritten) -->"
+	endMarker   = "<!-- make bench: summary end -->"
+)
+
+// results are the metrics of every benchmark in a run, by
+// "<package>:<benchmark name without the -GOMAXPROCS suffix>" and unit.
+type results map[string]map[string]float64
+
+// parse reads `go test -bench` output: "pkg: PATH" lines name the package
+// of the benchmark lines after them.
+func parse(r io.Reader) (results, error) {
+	out := results{}
+	pkg := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
+			pkg = strings.TrimPrefix(strings.TrimSpace(p), module)
+			continue
+		}
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: Benchmark"); ok {
+			name = trimProcs("Benchmark" + strings.Fields(name)[0])
+			if out[pkg+":"+name] == nil {
+				out[pkg+":"+name] = map[string]float64{}
+			}
+			out[pkg+":"+name][failedUnit] = 1
+			continue
+		}
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 || len(f)%2 != 0 {
+			continue // a benchmark's name printed before its log, or a failure
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := trimProcs(f[0])
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			m[f[i+1]] = v
+		}
+		out[pkg+":"+name] = m
+	}
+	return out, sc.Err()
+}
+
+// failedUnit marks a benchmark that failed ("--- FAIL:"): its figures are
+// not printed, and the table says it failed rather than that it did not run.
+const failedUnit = "\x00failed"
+
+// trimProcs drops the -GOMAXPROCS suffix of a benchmark's name.
+func trimProcs(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// failed reports whether the benchmark, or one it runs under, failed.
+func (m metric) failed(r results) bool {
+	name := m.bench
+	for {
+		if r[m.pkg+":"+name][failedUnit] == 1 {
+			return true
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
+	}
+}
+
+// metric names one number of one benchmark.
+type metric struct {
+	pkg, bench, unit string
+	// scale turns the number into the unit shown (e.g. ns → ms).
+	scale float64
+}
+
+func (m metric) get(r results) (float64, bool) {
+	v, ok := r[m.pkg+":"+m.bench][m.unit]
+	if !ok {
+		return 0, false
+	}
+	if m.scale != 0 {
+		v *= m.scale
+	}
+	return v, true
+}
+
+// row is one figure of the table.
+type row struct {
+	component, figure string
+	measured          metric
+	show              string // format of a value, with its unit: "%.1f ms"
+	target            string
+	// ok decides the verdict from the value and the baseline's (NaN when
+	// there is none).
+	ok       func(v, base float64) bool
+	base     *metric
+	baseName string // what the baseline is
+	baseShow string // format of the baseline, when not show's
+}
+
+const ns2ms = 1e-6
+
+func atMost(limit float64) func(v, _ float64) bool {
+	return func(v, _ float64) bool { return v <= limit }
+}
+
+// rows are the headline targets of every component, as docs/performance.md
+// states them.
+var rows = []row{
+	{component: "admission", figure: "server CPU per review, Application CREATE, 16 connections", show: "%.1f µs",
+		measured: metric{"test/bench", "BenchmarkAdmission/conns=16/review=application-create", "cpu-us/review", 0},
+		target:   "≤ 1.15 × the no-op handler's", ok: func(v, b float64) bool { return v <= 1.15*b },
+		base: &metric{"test/bench", "BenchmarkAdmission/conns=16/review=application-create", "noop-cpu-us/review", 0}, baseName: "no-op handler"},
+	{component: "admission", figure: "server CPU per review, Application UPDATE (18.6 KB), 16 connections", show: "%.1f µs",
+		measured: metric{"test/bench", "BenchmarkAdmission/conns=16/review=application-update", "cpu-us/review", 0},
+		target:   "≤ 1.15 × the no-op handler's", ok: func(v, b float64) bool { return v <= 1.15*b },
+		base: &metric{"test/bench", "BenchmarkAdmission/conns=16/review=application-update", "noop-cpu-us/review", 0}, baseName: "no-op handler"},
+	{component: "admission", figure: "server CPU per review, AppProject UPDATE, 16 connections", show: "%.1f µs",
+		measured: metric{"test/bench", "BenchmarkAdmission/conns=16/review=appproject-update", "cpu-us/review", 0},
+		target:   "≤ 1.15 × the no-op handler's", ok: func(v, b float64) bool { return v <= 1.15*b },
+		base: &metric{"test/bench", "BenchmarkAdmission/conns=16/review=appproject-update", "noop-cpu-us/review", 0}, baseName: "no-op handler"},
+	{component: "admission", figure: "p99, Application CREATE, one connection", show: "%.0f µs",
+		measured: metric{"test/bench", "BenchmarkAdmission/conns=1/review=application-create", "p99-us", 0},
+		target:   "≤ 1,000 µs", ok: atMost(1000),
+		base: &metric{"test/bench", "BenchmarkAdmission/conns=1/review=application-create", "noop-p99-us", 0}, baseName: "no-op handler"},
+	{component: "admission", figure: "`gatehouse controller` RSS, 1,000 AppProjects and 10,000 Applications cached", show: "%.0f MB",
+		measured: metric{"test/bench", "BenchmarkController", "peak-rss-MB", 0},
+		target:   "≤ 150 MB", ok: atMost(150),
+		base: &metric{"test/bench", "BenchmarkAdmission/cache=after-load", "rss-MB", 0}, baseName: "webhook-only test server, same cache"},
+
+	{component: "agent channel", figure: "one-file change acked by 1,000 agents, 10 MB snapshot", show: "%.0f ms",
+		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=10", "change-ms", 0},
+		target:   "≤ 500 ms", ok: atMost(500),
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=10/real=10", "change-ms", 0}, baseName: "10 agents"},
+	{component: "agent channel", figure: "cold start, 1,000 agents, 10 MB snapshot", show: "%.0f ms",
+		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=10", "cold-ms", 0},
+		target:   "≤ 10,000 ms", ok: atMost(10000),
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=10/real=10", "cold-ms", 0}, baseName: "10 agents"},
+	{component: "agent channel", figure: "1 change/s to 1,000 agents, 10 MB: controller cores", show: "%.2f cores",
+		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=0", "sustained-ctrl-cores", 0},
+		target:   "< 1 core", ok: func(v, _ float64) bool { return v < 1 },
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=100KB/agents=1000/real=0", "sustained-ctrl-cores", 0}, baseName: "100 KB snapshot"},
+	{component: "agent channel", figure: "controller peak RSS, 1,000 agents, 10 MB", show: "%.0f MB",
+		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=0", "ctrl-peak-MB", 0},
+		target:   "≤ 300 MB", ok: atMost(300),
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=10/real=10", "ctrl-peak-MB", 0}, baseName: "10 agents"},
+	{component: "agent channel", figure: "`gatehouse-agent` RSS, 10 MB snapshot", show: "%.1f MB",
+		measured: metric{"test/bench/agentchannel", "BenchmarkAgentProcess/snapshot=10MB", "agent-rss-MB", 0},
+		target:   "≤ 30 MB", ok: atMost(30),
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentProcess/snapshot=10MB", "agent-base-rss-MB", 0}, baseName: "connected, nothing published"},
+
+	{component: "control plane", figure: "full snapshot build (10,000 Applications, policy compiled)", show: "%.1f ms",
+		measured: metric{"controlplane", "BenchmarkBuild/full", "ns/op", ns2ms},
+		target:   "≤ 150 ms", ok: atMost(150),
+		base: &metric{"controlplane", "BenchmarkBuild/no-change", "ns/op", ns2ms}, baseName: "rebuild, nothing changed"},
+	{component: "control plane", figure: "new version after one Application changed", show: "%.1f ms",
+		measured: metric{"controlplane", "BenchmarkBuild/one-application-change", "ns/op", ns2ms},
+		target:   "≤ 20 ms", ok: atMost(20),
+		base: &metric{"controlplane", "BenchmarkBuild/no-change", "ns/op", ns2ms}, baseName: "rebuild, nothing changed"},
+
+	{component: "policy", figure: "decision p99, uncached", show: "%.0f µs",
+		measured: metric{"policies", "BenchmarkDecide/uncached", "p99-µs", 0},
+		target:   "≤ 100 µs", ok: atMost(100),
+		base: &metric{"policies", "BenchmarkDecide/cached", "p99-µs", 0}, baseName: "decision cache hit"},
+	{component: "policy", figure: "decision p99, cache hit", show: "%.1f µs",
+		measured: metric{"policies", "BenchmarkDecide/cached", "p99-µs", 0},
+		target:   "≤ 20 µs", ok: atMost(20)},
+	{component: "policy", figure: "compile the default policy with 1,000 grants", show: "%.0f ms",
+		measured: metric{"policies", "BenchmarkCompile", "ns/op", ns2ms},
+		target:   "≤ 200 ms", ok: atMost(200)},
+
+	{component: "policy bundles", figure: "pull, verify and compile a 1 MiB bundle (OCI, TLS, bearer token)", show: "%.0f ms",
+		measured: metric{"controlplane/source", "BenchmarkPull/oci-1MiB", "ns/op", ns2ms},
+		target:   "≤ 300 ms", ok: atMost(300),
+		base: &metric{"controlplane/source", "BenchmarkPull/verify-only-1MiB", "ns/op", ns2ms}, baseName: "verify and compile only, no network"},
+	{component: "policy bundles", figure: "check of an unchanged bundle", show: "%.2f ms",
+		measured: metric{"controlplane/source", "BenchmarkPull/oci-unchanged", "ns/op", ns2ms},
+		target:   "≤ 5 ms, no body", ok: atMost(5)},
+	{component: "policy bundles", figure: "a 1 MiB policy ConfigMap reviewed at apply", show: "%.0f ms",
+		measured: metric{"webhook", "BenchmarkPolicyConfigMapReview", "ns/op", ns2ms},
+		target:   "≤ 200 ms", ok: atMost(200),
+		base: &metric{"policies", "BenchmarkCheckMegabyteOfGrants/CheckSource", "ns/op", ns2ms}, baseName: "the policy check alone"},
+
+	{component: "proxy", figure: "CPU per request, everything on (authn, Rego, limits)", show: "%.1f µs",
+		measured: metric{"test/bench/proxy", "BenchmarkProxyLoad", "gatehouse-cpu-us/req", 0},
+		target:   "≤ 60 µs", ok: atMost(60),
+		base: &metric{"test/bench/proxy", "BenchmarkProxyLoad", "bare-cpu-us/req", 0}, baseName: "tuned httputil.ReverseProxy"},
+	{component: "proxy", figure: "added p99 at half of peak load", show: "%.2f ms",
+		measured: metric{"test/bench/proxy", "BenchmarkProxyLoad", "added-p99-ms@half-peak", 0},
+		target:   "≤ 1 ms", ok: atMost(1),
+		base: &metric{"test/bench/proxy", "BenchmarkProxyLoad", "bare-added-p99-ms@half-peak", 0}, baseName: "tuned httputil.ReverseProxy"},
+	{component: "proxy", figure: "peak RSS, 10,000-Application snapshot (`gatehouse-proxy`)", show: "%.0f MB",
+		measured: metric{"test/bench/proxy", "BenchmarkProxyMemory", "slim-peak-MB", 0},
+		target:   "≤ 100 MB", ok: atMost(100),
+		base: &metric{"test/bench/proxy", "BenchmarkProxyMemory", "one-binary-peak-MB", 0}, baseName: "`gatehouse proxy`, the one binary"},
+	{component: "proxy", figure: "failed requests while the snapshot changes every second", show: "%.0f",
+		measured: metric{"test/bench/proxy", "BenchmarkProxyLoad", "failed-during-swaps", 0},
+		target:   "0", ok: atMost(0)},
+	{component: "proxy", figure: "goroutine growth after 1,000,000 requests", show: "%+.0f",
+		measured: metric{"test/bench/proxy", "BenchmarkProxySoak", "goroutine-growth", 0},
+		target:   "flat (≤ +2)", ok: atMost(2)},
+
+	{component: "full stack, 10 min soak", figure: "failed extension requests (steady load on both proxies)", show: "%.0f",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "failed-requests", 0},
+		target:   "0", ok: atMost(0),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "requests", 0}, baseName: "requests sent"},
+	{component: "full stack, 10 min soak", figure: "published versions no proxy served or went past", show: "%.0f",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "versions-lost", 0},
+		target:   "0", ok: atMost(0),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "versions", 0}, baseName: "versions published"},
+	{component: "full stack, 10 min soak", figure: "a version reaches both proxies, p99", show: "%.0f ms",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "delivery-p99-ms", 0},
+		target:   "≤ 2,000 ms", ok: atMost(2000),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "delivery-p50-ms", 0}, baseName: "p50"},
+	{component: "full stack, 10 min soak", figure: "controller RSS growth after the first minute (worst replica)", show: "%+.1f MB",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "controller-rss-growth-MB", 0},
+		target:   "flat (≤ +10 MB)", ok: atMost(10),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "controller-rss-start-MB", 0}, baseName: "RSS after the first minute", baseShow: "%.1f MB"},
+	{component: "full stack, 10 min soak", figure: "agent RSS growth (worst agent)", show: "%+.1f MB",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "agent-rss-growth-MB", 0},
+		target:   "flat (≤ +10 MB)", ok: atMost(10),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "agent-rss-start-MB", 0}, baseName: "RSS after the first minute", baseShow: "%.1f MB"},
+	{component: "full stack, 10 min soak", figure: "proxy RSS growth (worst proxy)", show: "%+.1f MB",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "proxy-rss-growth-MB", 0},
+		target:   "flat (≤ +10 MB)", ok: atMost(10),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "proxy-rss-start-MB", 0}, baseName: "RSS after the first minute", baseShow: "%.1f MB"},
+	{component: "full stack, 10 min soak", figure: "goroutine growth, controllers (worst replica)", show: "%+.0f",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "controller-goroutine-growth", 0},
+		target:   "flat (≤ +2)", ok: atMost(2),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "controller-goroutines-start", 0}, baseName: "goroutines after the first minute", baseShow: "%.0f"},
+	{component: "full stack, 10 min soak", figure: "goroutine growth, agents (worst)", show: "%+.0f",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "agent-goroutine-growth", 0},
+		target:   "flat (≤ +2)", ok: atMost(2),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "agent-goroutines-start", 0}, baseName: "goroutines after the first minute", baseShow: "%.0f"},
+	{component: "full stack, 10 min soak", figure: "goroutine growth, proxies (worst)", show: "%+.0f",
+		measured: metric{"test/e2e", "BenchmarkFullStackSoak", "proxy-goroutine-growth", 0},
+		target:   "flat (≤ +2)", ok: atMost(2),
+		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "proxy-goroutines-start", 0}, baseName: "goroutines after the first minute", baseShow: "%.0f"},
+}
+
+// table renders the summary of a run.
+func table(r results, header string) string {
+	var b strings.Builder
+	b.WriteString(beginMarker + "\n")
+	b.WriteString(header)
+	b.WriteString("| component | figure | target | measured | same-run baseline | verdict |\n|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		v, ok := row.measured.get(r)
+		base, baseText := math.NaN(), "—"
+		if row.base != nil {
+			if bv, ok := row.base.get(r); ok {
+				base = bv
+				show := row.show
+				if row.baseShow != "" {
+					show = row.baseShow
+				}
+				baseText = fmt.Sprintf("%s: "+show, row.baseName, bv)
+			} else {
+				baseText = row.baseName + ": not run"
+			}
+		}
+		measured, verdict := "not run", "—"
+		if row.measured.failed(r) {
+			measured, verdict = "benchmark failed", "missed"
+		}
+		if ok {
+			measured = fmt.Sprintf(row.show, v)
+			verdict = "missed"
+			if row.ok(v, base) {
+				verdict = "met"
+			}
+			if row.base != nil && math.IsNaN(base) && strings.Contains(row.target, "×") {
+				verdict = "— (no baseline)"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.component, row.figure, row.target, measured, baseText, verdict)
+	}
+	b.WriteString(endMarker + "\n")
+	return b.String()
+}
+
+// splice puts the table into the document: in place of the previous one,
+// or after the first paragraph under the title.
+func splice(doc []byte, tbl string) ([]byte, error) {
+	s := string(doc)
+	if i := strings.Index(s, beginMarker); i >= 0 {
+		j := strings.Index(s, endMarker)
+		if j < i {
+			return nil, errors.New("the summary's end marker is missing or before its start")
+		}
+		return []byte(s[:i] + tbl + s[j+len(endMarker)+1:]), nil
+	}
+	i := strings.Index(s, "\n## ")
+	if i < 0 {
+		return nil, errors.New("no section to put the summary before")
+	}
+	return []byte(s[:i+1] + "## Summary of the last `make bench`\n\n" + tbl + "\n" + s[i+1:]), nil
+}
+
+func main() {
+	in := flag.String("in", "", "go test -bench output (default: standard input)")
+	docPath := flag.String("doc", "docs/performance.md", "the document to write the table into")
+	loadStart := flag.String("load-start", "", "load average when the run started (/proc/loadavg)")
+	flag.Parse()
+	if err := run(*in, *docPath, *loadStart); err != nil {
+		fmt.Fprintln(os.Stderr, "summary:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in, docPath, loadStart string) error {
+	var src io.Reader = os.Stdin
+	if in != "" {
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
+	}
+	r, err := parse(src)
+	if err != nil {
+		return fmt.Errorf("read benchmark output: %w", err)
+	}
+	if len(r) == 0 {
+		return errors.New("no benchmark results in the input")
+	}
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		return err
+	}
+	out, err := splice(doc, table(r, header(loadStart)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", docPath, err)
+	}
+	if bytes.Equal(out, doc) {
+		return nil
+	}
+	return os.WriteFile(docPath, out, 0o644)
+}
+
+func header(loadStart string) string {
+	commit := "unknown commit"
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		commit = "commit " + strings.TrimSpace(string(out))
+	}
+	load := ""
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = "; load average at the end " + strings.Join(strings.Fields(string(raw))[:3], " ")
+		if loadStart != "" {
+			load = "; load average at the start " + strings.Join(strings.Fields(loadStart)[:min(3, len(strings.Fields(loadStart)))], " ") + load
+		}
+	}
+	return fmt.Sprintf("Written by `make bench` on %s, %s, %s, %d cores%s. Every figure is the run's own (a median where the benchmark runs rounds); "+
+		"the baseline ran in the same run, on the same machine. The sections below have the spreads, commands and history.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), commit, runtime.Version(), runtime.NumCPU(), load)
+}
