@@ -61,8 +61,9 @@ func runLoad(b *testing.B) {
 	}
 	g := startGatehouse(b, gh, dir, content(be.url, 0))
 	idleRSS, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
-	bp := start(b, bare, "--listen", freeAddrFor(b), "--backend", be.url)
-	bp.url = "http://" + bp.cmd.Args[2]
+	bareAddr := freeAddr(b)
+	bp := start(b, bare, "--listen", bareAddr, "--backend", be.url)
+	bp.url = "http://" + bareAddr
 	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
 		b.Fatal(err)
 	}
@@ -169,8 +170,6 @@ func runLoad(b *testing.B) {
 	b.ReportMetric(float64(swapFailed), "failed-during-swaps")
 	b.ReportMetric(0, "ns/op")
 }
-
-func freeAddrFor(b *testing.B) string { return freeAddr(b) }
 
 func cpuOf(pid int) time.Duration {
 	if pid == 0 {

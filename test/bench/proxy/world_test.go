@@ -188,6 +188,10 @@ var (
 	oneBinary = flag.Bool("proxybench.one-binary", false,
 		"run the proxy as `gatehouse proxy` (the one binary with every role) instead of the proxy image's gatehouse-proxy")
 	gogc = flag.String("proxybench.gogc", "", "GOGC of the proxy process (default: Go's)")
+	// serverCPUs gives the servers (Gatehouse, the bare Go proxy, nginx)
+	// cores of their own, as a Pod with a CPU request has: run the
+	// benchmark itself (backend and wrk) under taskset on the other cores.
+	serverCPUs = flag.String("proxybench.server-cpus", "", "run each server under taskset -c with this CPU list (default: unpinned)")
 )
 
 // build builds the proxy and bareproxy; proxy is the command line that runs
@@ -255,6 +259,10 @@ func (p *process) stop() {
 }
 
 func start(b *testing.B, bin string, args ...string) *process {
+	if *serverCPUs != "" {
+		// taskset execs the server: the pid, and so its CPU figures, are the server's.
+		bin, args = "taskset", append([]string{"-c", *serverCPUs, bin}, args...)
+	}
 	p := &process{cmd: exec.Command(bin, args...), logs: &syncBuffer{}}
 	if *gogc != "" {
 		p.cmd.Env = append(os.Environ(), "GOGC="+*gogc)
