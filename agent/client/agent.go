@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -85,6 +86,11 @@ type Agent struct {
 	// gRPC fails calls fast with the last handshake's error until its next
 	// attempt, so it must outlive the attempt that set it.
 	certAskedWithout atomic.Bool
+
+	// jitter and wait are the reconnect backoff's randomness and clock
+	// (rand.Int64N and time.After); tests replace them.
+	jitter func(n int64) int64
+	wait   func(time.Duration) <-chan time.Time
 }
 
 // New validates the options and returns an Agent; Run starts it.
@@ -142,7 +148,8 @@ func New(o Options) (*Agent, error) {
 		o.Pod = &agentv1.PodRef{}
 	}
 	a := &Agent{o: o, instanceID: newID(),
-		health: &health{staleAfter: o.StaleAfter, unreadyAfter: o.UnreadyAfter, now: time.Now}}
+		health: &health{staleAfter: o.StaleAfter, unreadyAfter: o.UnreadyAfter, now: time.Now},
+		jitter: rand.Int64N, wait: time.After}
 	o.Metrics.observe(a.Status)
 	if o.ConfirmURL != "" {
 		a.confirm = &confirmer{url: o.ConfirmURL, client: &http.Client{Timeout: 5 * time.Second},
@@ -184,11 +191,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("set up connection to %s: %w", a.o.Address, err)
 	}
 	defer conn.Close()
-	rpc := agentv1.NewCommanderClient(conn)
-	b := &backoff{initial: a.o.InitialBackoff, max: a.o.MaxBackoff}
+	return a.reconnect(ctx, agentv1.NewCommanderClient(conn))
+}
+
+// reconnect runs sessions on rpc, waiting a backoff between them (see
+// backoff.after), until ctx ends.
+func (a *Agent) reconnect(ctx context.Context, rpc agentv1.CommanderClient) error {
+	b := &backoff{initial: a.o.InitialBackoff, max: a.o.MaxBackoff, jitter: a.jitter}
 	for {
 		started := time.Now()
-		err := a.session(ctx, rpc)
+		var proven atomic.Bool
+		err := a.session(ctx, rpc, &proven)
 		if ctx.Err() != nil {
 			a.o.Logger.Info("agent stopped")
 			return nil
@@ -198,12 +211,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.o.Metrics.disconnected()
 		a.health.connection(false, err)
-		wait := b.after(err, time.Since(started))
+		wait := b.after(err, proven.Load(), time.Since(started))
 		a.o.Logger.Warn("control plane connection ended; reconnecting", "error", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-a.wait(wait):
 		}
 	}
 }

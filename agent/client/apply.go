@@ -19,6 +19,9 @@ func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stre
 	version := an.config.GetVersion()
 	log := a.o.Logger.With("version", version)
 	m, fileErrs, err := a.manifestOf(an.config)
+	if err == nil || errors.Is(err, errNeedFull) {
+		s.proven()
+	}
 	if errors.Is(err, errNeedFull) {
 		// Not a verdict on the version: this agent cannot read the delta.
 		log.Info("asking for the full manifest", "reason", err)

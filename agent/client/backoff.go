@@ -17,6 +17,8 @@ import (
 type backoff struct {
 	initial, max time.Duration
 	attempt      int
+	// jitter picks the wait in [0, n); rand.Int64N unless a test sets it.
+	jitter func(n int64) int64
 }
 
 func (b *backoff) next() time.Duration {
@@ -25,18 +27,30 @@ func (b *backoff) next() time.Duration {
 		d = b.max
 	}
 	b.attempt++
-	return time.Duration(rand.Int64N(int64(d)) + 1)
+	jitter := b.jitter
+	if jitter == nil {
+		jitter = rand.Int64N
+	}
+	return time.Duration(jitter(int64(d)) + 1)
 }
 
 func (b *backoff) reset() { b.attempt = 0 }
 
 // after is the wait before reconnecting after a session that lasted lasted
-// and ended with err. The backoff starts over when the server ended a
-// healthy stream on purpose (shutdown, token expiry), or when the session
-// was healthy for longer than the longest wait: the delay then stays within
-// the first step, jittered, however many failures came before.
-func (b *backoff) after(err error, lasted time.Duration) time.Duration {
-	if endedOnPurpose(err) || lasted > b.max {
+// and ended with err. The backoff starts over, so the delay stays within the
+// first step, jittered, however many failures came before, when:
+//   - the session proved healthy (see stream_.proven): the controller
+//     accepted the agent and the agent took a message after that. As gRPC
+//     starts its connection backoff over once a connection is ready, a
+//     controller restarted or a connection cut after that costs one short
+//     wait; a controller that refuses the agent, drops it right after
+//     accepting it, or sends what the agent refuses keeps the backoff
+//     growing, so it cannot draw its agents into a tight loop;
+//   - the server ended a healthy stream on purpose (shutdown, token expiry);
+//   - the session lasted longer than the longest wait, whatever it did: the
+//     attempts were that far apart anyway.
+func (b *backoff) after(err error, proven bool, lasted time.Duration) time.Duration {
+	if proven || endedOnPurpose(err) || lasted > b.max {
 		b.reset()
 	}
 	return b.next()

@@ -76,7 +76,7 @@ func TestReconnectBackoffStartsOverAfterGracefulEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := &backoff{initial: initial, max: longest, attempt: 30}
-			d := b.after(tt.err, tt.lasted)
+			d := b.after(tt.err, false, tt.lasted)
 			if tt.startsOver && d > initial {
 				t.Fatalf("waits %s after 30 failures, want at most the first step %s", d, initial)
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -18,7 +19,9 @@ import (
 // session is one CommandChannel: connect, then handle announcements until
 // the stream ends. Announcements are handled one at a time by a worker that
 // always takes the newest, so a burst of versions costs one download.
-func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error {
+// proven is set once the session has shown the controller healthy (see
+// stream_.proven); it is final when session returns.
+func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient, proven *atomic.Bool) error {
 	token, err := a.readToken()
 	if err != nil {
 		return err
@@ -32,7 +35,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 	if err != nil {
 		return fmt.Errorf("open command channel: %w", err)
 	}
-	s := &stream_{stream: stream, agentID: a.o.AgentID}
+	s := &stream_{stream: stream, agentID: a.o.AgentID, healthy: proven}
 	if err := s.send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId:        a.o.AgentID,
 		Pod:            a.o.Pod,
@@ -80,6 +83,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient) error 
 			a.health.heard(p.ConfigAvailable.GetVersion())
 			offer(latest, &announcement{id: cmd.GetMetadata().GetMessageId(), config: p.ConfigAvailable})
 		case *agentv1.Command_Keepalive:
+			s.proven()
 		default:
 			a.o.Logger.Debug("ignoring unexpected command", "type", fmt.Sprintf("%T", p))
 		}
@@ -144,6 +148,19 @@ type stream_ struct {
 	agentID string
 	// serverPacked: the server takes downloads by bitmap (set at connect).
 	serverPacked bool
+	// healthy: see proven.
+	healthy *atomic.Bool
+}
+
+// proven notes that the session has shown the controller healthy: after
+// accepting the agent it sent a Keepalive, or an announcement the agent took
+// (one it refused does not count). An accepted connect alone does not: a
+// controller that accepts and drops at once must not reset the reconnect
+// backoff (see backoff.after).
+func (s *stream_) proven() {
+	if s.healthy != nil {
+		s.healthy.Store(true)
+	}
 }
 
 func (s *stream_) send(cmd *agentv1.Command, correlation string) error {
