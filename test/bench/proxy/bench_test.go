@@ -1,8 +1,12 @@
 package proxybench
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -24,7 +28,13 @@ type target struct {
 	name string
 	url  string
 	pid  int // 0: its CPU is not measured (the backend, in this process)
+	// admin is Gatehouse's admin address, for -proxybench.trace.
+	admin string
 }
+
+// traceFile, when set, takes a 5-second execution trace of Gatehouse during
+// its paced run (go tool trace -pprof=sched FILE shows where requests wait).
+var traceFile = flag.String("proxybench.trace", "", "write an execution trace of the proxy's paced run here")
 
 // figures are one target's results over the rounds.
 type figures struct {
@@ -71,7 +81,7 @@ func runLoad(b *testing.B) {
 	if ng := startNginx(b, dir, be.url); ng != nil {
 		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
 	}
-	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid()})
+	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid(), admin: g.admin})
 
 	// Warm up: connections, caches, the Go runtime's heap.
 	for _, t := range targets {
@@ -190,13 +200,40 @@ func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate fl
 		b.Fatal(err)
 	}
 	for _, t := range targets {
+		traced := make(chan struct{})
+		if *traceFile != "" && t.admin != "" {
+			go func() {
+				defer close(traced)
+				time.Sleep(*duration / 4) // into the steady part of the run: a measurement window, not a wait
+				if err := saveTrace(t.admin, *traceFile); err != nil {
+					b.Log(err)
+				}
+			}()
+		} else {
+			close(traced)
+		}
 		r, out, err := runWrk(t.url, script, *connections, *duration)
+		<-traced
 		if err != nil || r.non2xx+r.errors > 0 {
 			b.Fatalf("paced run against %s: %v\n%s", t.name, err, out)
 		}
 		p99, sent = append(p99, r.p99), append(sent, r.rps())
 	}
 	return p99, sent
+}
+
+func saveTrace(admin, file string) error {
+	resp, err := http.Get(admin + "/debug/pprof/trace?seconds=5")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
 }
 
 type swapResult struct {

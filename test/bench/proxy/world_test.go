@@ -192,6 +192,7 @@ var (
 	// cores of their own, as a Pod with a CPU request has: run the
 	// benchmark itself (backend and wrk) under taskset on the other cores.
 	serverCPUs = flag.String("proxybench.server-cpus", "", "run each server under taskset -c with this CPU list (default: unpinned)")
+	proxyArgs  = flag.String("proxybench.proxy-args", "", "more flags for the Gatehouse proxy, space-separated (e.g. \"--gc-percent=800 --memory-limit=150MiB\")")
 )
 
 // build builds the proxy and bareproxy; proxy is the command line that runs
@@ -304,8 +305,9 @@ func startGatehouse(b *testing.B, cmdline []string, dir string, c *snapshot.Cont
 		b.Fatal(err)
 	}
 	listen, admin := freeAddr(b), freeAddr(b)
-	p := start(b, cmdline[0], append(cmdline[1:], "--snapshot-dir", root, "--listen", listen, "--admin-listen", admin,
-		"--health-listen", "0", "--log-level", "warn", "--shutdown-timeout", "5s", "--profiling")...)
+	args := append(cmdline[1:len(cmdline):len(cmdline)], "--snapshot-dir", root, "--listen", listen, "--admin-listen", admin,
+		"--health-listen", "0", "--log-level", "warn", "--shutdown-timeout", "5s", "--profiling")
+	p := start(b, cmdline[0], append(args, strings.Fields(*proxyArgs)...)...)
 	g := &gatehouseProc{process: p, admin: "http://" + admin, writer: w}
 	b.Logf("proxy: %s (GOGC=%s)", strings.Join(p.cmd.Args, " "), *gogc)
 	p.url = "http://" + listen
