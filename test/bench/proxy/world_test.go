@@ -38,11 +38,11 @@ const (
 var serverKey = []byte("proxy-benchmark-server-secretkey")
 
 // backend answers every request with 1 KB of JSON, and counts the
-// connections it accepts.
+// connections it accepts and those open now.
 type backend struct {
-	srv    *http.Server
-	url    string
-	opened atomic.Int64
+	srv          *http.Server
+	url          string
+	opened, open atomic.Int64
 }
 
 var body1K = func() []byte {
@@ -68,8 +68,12 @@ func startBackend(b *testing.B) *backend {
 			_, _ = w.Write(body1K)
 		}),
 		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
+			switch s {
+			case http.StateNew:
 				be.opened.Add(1)
+				be.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				be.open.Add(-1)
 			}
 		},
 		ReadHeaderTimeout: 10 * time.Second,
