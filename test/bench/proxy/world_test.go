@@ -43,6 +43,7 @@ type backend struct {
 	srv          *http.Server
 	url          string
 	opened, open atomic.Int64
+	hold         atomic.Pointer[barrier] // when set, requests wait at it
 }
 
 var body1K = func() []byte {
@@ -62,6 +63,9 @@ func startBackend(b *testing.B) *backend {
 	length := strconv.Itoa(len(body1K))
 	be.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if bar := be.hold.Load(); bar != nil {
+				bar.wait()
+			}
 			h := w.Header()
 			h["Content-Type"] = []string{"application/json"}
 			h["Content-Length"] = []string{length}
