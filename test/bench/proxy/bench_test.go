@@ -269,16 +269,17 @@ func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string) sw
 //
 // The proxy keeps a pool of connections to the backend, each one socket and
 // two goroutines (the transport's read and write loops), as large as the
-// most requests it had at the backend at once in the last idle timeout
-// (60 s). That high-water mark depends on scheduling: on a busy machine a
-// 3-second warm-up left 4 to 53 of the 64 connections wrk keeps busy, and
-// the pool's filling during the soak read as growth (goroutines 96 → 140,
-// open files 55 → 77: 22 connections). So the warm-up opens the whole pool
-// (fillPool), and growth is judged net of the pool, whose size the backend
-// counts: goroutines less two per backend connection, open files less one,
-// so connections the idle timeout closed or a burst opened do not count
-// either way. The pool is judged on its own: past the concurrency (and a
-// little slack) it leaks connections.
+// most requests it had at the backend at once within the idle timeout
+// (60 s), less those in flight when wrk ended a run (their connections are
+// closed). That size depends on scheduling: on a busy machine a 3-second
+// warm-up left 42 or 51 of the 64 connections wrk keeps busy, and the pool's
+// filling during the soak read as growth (goroutines 96 → 140, open files
+// 55 → 77: 22 connections). So the warm-up opens the whole pool (warmUp),
+// and growth is judged outside the pool, whose size the backend counts:
+// goroutines less two per backend connection, open files less one, so
+// connections the load's shape opened or closed count neither way. The pool
+// is judged on its own: past the concurrency (and a little slack) it leaks
+// connections.
 func BenchmarkProxySoak(b *testing.B) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		b.Skip("wrk is not installed (apt-get install -y wrk)")
