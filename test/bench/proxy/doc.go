@@ -7,6 +7,7 @@
 // the proxy's memory with a 10,000-Application snapshot; then the p99 a
 // proxy adds at half of its peak rate, and a run during which the snapshot
 // changes every second. BenchmarkProxySoak sends a million requests and
-// compares goroutines and open files before and after. Nothing here runs
-// without -bench; figures and commands are in docs/performance.md.
+// compares goroutines and open files outside the backend connection pool
+// before and after. Nothing here runs without -bench; figures and commands
+// are in docs/performance.md.
 package proxybench

@@ -38,11 +38,12 @@ const (
 var serverKey = []byte("proxy-benchmark-server-secretkey")
 
 // backend answers every request with 1 KB of JSON, and counts the
-// connections it accepts.
+// connections it accepts and those open now.
 type backend struct {
-	srv    *http.Server
-	url    string
-	opened atomic.Int64
+	srv          *http.Server
+	url          string
+	opened, open atomic.Int64
+	hold         atomic.Pointer[barrier] // when set, requests wait at it
 }
 
 var body1K = func() []byte {
@@ -62,14 +63,21 @@ func startBackend(b *testing.B) *backend {
 	length := strconv.Itoa(len(body1K))
 	be.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if bar := be.hold.Load(); bar != nil {
+				bar.wait()
+			}
 			h := w.Header()
 			h["Content-Type"] = []string{"application/json"}
 			h["Content-Length"] = []string{length}
 			_, _ = w.Write(body1K)
 		}),
 		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
+			switch s {
+			case http.StateNew:
 				be.opened.Add(1)
+				be.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				be.open.Add(-1)
 			}
 		},
 		ReadHeaderTimeout: 10 * time.Second,

@@ -237,7 +237,7 @@ var rows = []row{
 	{component: "proxy", figure: "failed requests while the snapshot changes every second", show: "%.0f",
 		measured: metric{"test/bench/proxy", "BenchmarkProxyLoad", "failed-during-swaps", 0},
 		target:   "0", ok: atMost(0)},
-	{component: "proxy", figure: "goroutine growth after 1,000,000 requests", show: "%+.0f",
+	{component: "proxy", figure: "goroutine growth after 1,000,000 requests, outside the backend connection pool", show: "%+.0f",
 		measured: metric{"test/bench/proxy", "BenchmarkProxySoak", "goroutine-growth", 0},
 		target:   "flat (≤ +2)", ok: atMost(2)},
 
