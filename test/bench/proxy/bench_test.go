@@ -354,7 +354,8 @@ func BenchmarkProxySoak(b *testing.B) {
 			"outside the pool goroutines %+.0f, open files %+.0f; RSS %.1f → %.1f MB (peak %.1f MB); load average %.2f\n",
 			sent, took.Round(time.Second), failed, s0.goroutines, s1.goroutines, s0.fds, s1.fds, s0.pool, s1.pool,
 			goroutines, fds, mb(rss0), mb(rss1), mb(hwm), testkit.LoadAvg())
-		if goroutines > 5 || fds > 2 {
+		// The summary's target (flat: at most +2) is the one this checks.
+		if goroutines > 2 || fds > 2 {
 			b.Errorf("after %d requests, outside the backend pool: goroutines %+.0f, open files %+.0f", sent, goroutines, fds)
 		}
 		if s1.pool > int64(*connections)+soakPoolSlack {
