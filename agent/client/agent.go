@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -185,6 +186,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	dial := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig(a.o.CAFile, a.o.CertFile, a.o.KeyFile, a.o.ServerName, &a.certAskedWithout))),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		// gRPC redials a lost connection on its own backoff (1 s growing to
+		// 120 s by default), and a session started meanwhile fails at once:
+		// without these bounds an agent could wait two minutes after the
+		// control plane is back, whatever its own backoff says.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{
+			BaseDelay: a.o.InitialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: a.o.MaxBackoff,
+		}, MinConnectTimeout: 20 * time.Second}),
 	}, a.o.DialOptions...)
 	conn, err := grpc.NewClient(a.o.Address, dial...)
 	if err != nil {

@@ -44,6 +44,32 @@ func TestAgentReconnectsWithinTheFirstStepAfterAControllerCrash(t *testing.T) {
 	eventually(t, 5*time.Second, "agent registered on replica 2", func() bool { return cp2.agent(t, "agent-1").Connected })
 }
 
+// TestAgentRedialsWithinItsOwnBackoffAfterAnOutage: while no replica
+// accepts, the gRPC connection underneath the agent redials on the agent's
+// backoff, not gRPC's own (1 s growing to 120 s), so once the control plane
+// is back the agent reconnects within its maximum wait.
+func TestAgentRedialsWithinItsOwnBackoffAfterAnOutage(t *testing.T) {
+	const maxWait = 100 * time.Millisecond
+	cp := startControlPlane(t, staticAuth())
+	v1 := cp.publish(t, files(2, "a"))
+	lb := newFaultProxy(t, cp.addr)
+	startAgent(t, lb.addr(), cp.caFile, func(o *client.Options) { o.InitialBackoff, o.MaxBackoff = 20*time.Millisecond, maxWait })
+	eventually(t, wait, "v1 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v1.Version() })
+
+	// An outage long enough for gRPC's own backoff to reach 4 s: its
+	// redials come at 1, 2.6 and 5.2 s. On the agent's backoff, six
+	// refusals take well under a second.
+	lb.refuse.Store(true)
+	lb.cutAll()
+	eventually(t, 20*time.Second, "six redials refused", func() bool { return lb.refused.Load() >= 6 })
+	lb.refuse.Store(false)
+	back := time.Now()
+	eventually(t, wait, "agent connected again", func() bool { return cp.agent(t, "agent-1").Connected })
+	if took := time.Since(back); took > time.Second {
+		t.Fatalf("the agent reconnected %s after the control plane was back, want within its maximum wait (%s) and the dial", took.Round(time.Millisecond), maxWait)
+	}
+}
+
 // reconnectWaits sends each wait the agent logs before reconnecting to
 // waits: the agent's own account of its backoff, jitter included.
 func reconnectWaits(waits chan<- time.Duration) agentOption {

@@ -16,6 +16,7 @@ type faultProxy struct {
 	target   atomic.Value // string: where new connections go
 	cutAfter atomic.Int64 // server→agent bytes after which to cut; 0 = never
 	refuse   atomic.Bool
+	refused  atomic.Int64 // connections refused while refuse was set
 	mu       sync.Mutex
 	conns    []net.Conn
 	passed   atomic.Int64
@@ -44,6 +45,7 @@ func (p *faultProxy) accept() {
 		}
 		if p.refuse.Load() {
 			_ = c.Close()
+			p.refused.Add(1)
 			continue
 		}
 		s, err := net.Dial("tcp", p.target.Load().(string))
