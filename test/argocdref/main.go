@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,7 +93,12 @@ func serve(r io.Reader, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for sc.Scan() {
 		var c Case
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		// Strict: casbindiff writes these messages with types of its own
+		// (another module), and a field either side renames must fail the
+		// differential test, not drop out of it.
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
 			return fmt.Errorf("read case: %w", err)
 		}
 		a, err := decide(&c)

@@ -2,6 +2,7 @@ package casbindiff
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,7 +106,9 @@ func (o *oracle) ask(t *testing.T, c argoCase) argoAnswer {
 		t.Fatalf("argocdref stopped (its build or run failed: see above): %v", o.out.Err())
 	}
 	var a argoAnswer
-	if err := json.Unmarshal(o.out.Bytes(), &a); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(o.out.Bytes()))
+	dec.DisallowUnknownFields() // the answer's types are argocdref's: see its serve
+	if err := dec.Decode(&a); err != nil {
 		t.Fatalf("argocdref answer: %v", err)
 	}
 	return a
