@@ -56,13 +56,7 @@ metadata: {name: app, namespace: argocd}
 spec: {project: default}
 `)
 	broken := write("broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\nkind: [unclosed\n")
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []cliCase{
 		{"all allowed", []string{"admit", "-f", good}, 0, "ALLOW Application argocd/app", ""},
 		{"label tracking flag applies", []string{"admit", "-f", good, "--tracking-method", "label"}, 0, "ALLOW", ""},
 		{"unparsable YAML names file and document", []string{"admit", "-f", broken}, 2, "", "broken.yaml: document 2"},
@@ -70,18 +64,7 @@ spec: {project: default}
 		{"no files", []string{"admit"}, 2, "", "-f FILE"},
 		{"bad tracking method", []string{"admit", "-f", good, "--tracking-method", "labels"}, 2, "", "unknown resource tracking method"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := execute(tt.args, &out, &errb)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d; stdout %q stderr %q", code, tt.wantCode, out.String(), errb.String())
-			}
-			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) {
-				t.Errorf("stdout %q stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
-			}
-		})
-	}
+	runCLICases(t, tests)
 }
 
 // runWithin runs a command line and fails the test if it has not ended

@@ -32,13 +32,7 @@ func TestPolicyEvalAndInit(t *testing.T) {
 	lines := write("lines.jsonl", allowed+"\n"+denied+"\n")
 	mismatch := write("mismatch.jsonl", allowed+"\n"+wrongExpectation+"\n")
 	unreadable := write("unreadable.jsonl", allowed+"\n{\"user\": 1}\n")
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []cliCase{
 		{"eval of a directory with data.json alone uses the default policy", []string{"policy", "eval", "--policy", dataOnly, "--input", input}, 0, "policy:   the default policy (built in", ""},
 		{"test of a directory with data.json alone runs the default policy's tests", []string{"policy", "test", dataOnly}, 0, "PASS", ""},
 		{"a --run that is not a regular expression is said to be so", []string{"policy", "test", "--run", "(", dataOnly}, 2, "", `--run "(" is not a regular expression`},
@@ -51,18 +45,7 @@ func TestPolicyEvalAndInit(t *testing.T) {
 		{"--explain with --inputs is refused", []string{"policy", "eval", "--policy", dataOnly, "--inputs", lines, "--explain"}, 2, "", "use it with --input"},
 		{"one input, --fail-on-deny", []string{"policy", "eval", "--policy", dataOnly, "--input", write("post.json", `{"user": {"id": "alice"}, "extension": "cluster-status", "request": {"method": "POST"}}`), "--fail-on-deny"}, 1, "decision: deny", ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := execute(tt.args, &out, &errb)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errb.String())
-			}
-			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) {
-				t.Fatalf("stdout %q / stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
-			}
-		})
-	}
+	runCLICases(t, tests)
 
 	t.Run("inputs from standard input", func(t *testing.T) {
 		var out, errb bytes.Buffer

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -26,13 +25,7 @@ func TestPolicyCommands(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "p.rego"), []byte("package x\nallow if {"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []cliCase{
 		{"shipped policy's Rego tests pass", []string{"policy", "test", "../../policies/extensions"}, 0, "PASS", ""},
 		{"a policy that does not compile fails the test run", []string{"policy", "test", broken}, 2, "", "p.rego"},
 		{"eval prints the decision and reason", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json"}, 0, "reason:", ""},
@@ -45,18 +38,7 @@ func TestPolicyCommands(t *testing.T) {
 		{"import-casbin --allow-partial converts the other lines", []string{"policy", "import-casbin", "--allow-partial", refused}, 0, `"role:dev"`, "line 1: g, bob, role:dev, extra"},
 		{"import-casbin of a missing file", []string{"policy", "import-casbin", filepath.Join(dir, "nope.csv")}, 2, "", "nope.csv"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := execute(tt.args, &out, &errb)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errb.String())
-			}
-			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) || tt.wantCode != 0 && out.Len() > 0 {
-				t.Fatalf("stdout %q / stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
-			}
-		})
-	}
+	runCLICases(t, tests)
 	var out, errb bytes.Buffer
 	execute([]string{"policy", "import-casbin", csv}, &out, &errb)
 	var data map[string]any
