@@ -11,9 +11,16 @@ import (
 // decisionCache holds recent decisions of one compiled policy; a new policy
 // gets a new, empty cache. Entries live for a short TTL; the cache holds at
 // most size entries, evicting the oldest inserted first (a ring per shard).
+//
+// The cache grows as it fills rather than being sized up front: every byte of
+// it is memory the garbage collector scans on each cycle, and a proxy with a
+// few hundred users would otherwise carry the maps and rings for the whole
+// --decision-cache-size (1.7 MB at 10,000), which lengthened every mark
+// phase (docs/performance.md, issue 14).
 type decisionCache struct {
 	ttl    time.Duration
 	seed   maphash.Seed
+	per    int // entries per shard at most
 	shards []cacheShard
 }
 
@@ -22,8 +29,8 @@ const cacheShards = 16
 type cacheShard struct {
 	mu      sync.Mutex
 	entries map[string]cacheEntry
-	ring    []string // keys in insertion order, for eviction
-	next    int
+	ring    []string // keys in insertion order, for eviction, up to per
+	next    int      // the ring's oldest key, once it is full
 }
 
 type cacheEntry struct {
@@ -36,10 +43,9 @@ func newDecisionCache(size int, ttl time.Duration) *decisionCache {
 		return nil
 	}
 	per := (size + cacheShards - 1) / cacheShards
-	c := &decisionCache{ttl: ttl, seed: maphash.MakeSeed(), shards: make([]cacheShard, cacheShards)}
+	c := &decisionCache{ttl: ttl, seed: maphash.MakeSeed(), per: per, shards: make([]cacheShard, cacheShards)}
 	for i := range c.shards {
-		c.shards[i].entries = make(map[string]cacheEntry, per)
-		c.shards[i].ring = make([]string, per)
+		c.shards[i].entries = map[string]cacheEntry{}
 	}
 	return c
 }
@@ -68,11 +74,13 @@ func (c *decisionCache) put(key string, d Decision, now time.Time) {
 		s.entries[key] = e
 		return
 	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.entries, old)
+	if len(s.ring) < c.per {
+		s.ring = append(s.ring, key)
+	} else {
+		delete(s.entries, s.ring[s.next])
+		s.ring[s.next] = key
+		s.next = (s.next + 1) % len(s.ring)
 	}
-	s.ring[s.next] = key
-	s.next = (s.next + 1) % len(s.ring)
 	s.entries[key] = e
 }
 

@@ -93,6 +93,11 @@ func startBackend(b *testing.B) *backend {
 // not reach (so every request goes through them). rev varies one
 // Application, to make a new version.
 func content(backendURL string, rev int) *snapshot.Content {
+	return contentOf(backendURL, rev, applications)
+}
+
+// contentOf is content with apps Applications.
+func contentOf(backendURL string, rev, apps int) *snapshot.Content {
 	c := &snapshot.Content{
 		Extensions: []snapshot.Extension{{
 			Name:    "metrics",
@@ -112,7 +117,7 @@ func content(backendURL string, rev int) *snapshot.Content {
 		c.Projects = append(c.Projects, snapshot.Project{Name: name, SourceNamespaces: []string{name},
 			Destinations: []snapshot.Destination{{Server: "*", Namespace: name + "-*"}}})
 	}
-	for i := range applications {
+	for i := range apps {
 		p := c.Projects[i%projects].Name
 		a := snapshot.Application{Namespace: p, Name: fmt.Sprintf("app-%d", i), Project: p,
 			Destination: snapshot.Destination{Server: snapshot.InCluster.Server, Namespace: p + "-app"}}
@@ -268,13 +273,21 @@ func (p *process) stop() {
 }
 
 func start(b *testing.B, bin string, args ...string) *process {
+	return startEnv(b, nil, bin, args...)
+}
+
+// startEnv is start with more environment variables for the server.
+func startEnv(b *testing.B, env []string, bin string, args ...string) *process {
 	if *serverCPUs != "" {
 		// taskset execs the server: the pid, and so its CPU figures, are the server's.
 		bin, args = "taskset", append([]string{"-c", *serverCPUs, bin}, args...)
 	}
 	p := &process{cmd: exec.Command(bin, args...), logs: &syncBuffer{}}
 	if *gogc != "" {
-		p.cmd.Env = append(os.Environ(), "GOGC="+*gogc)
+		env = append([]string{"GOGC=" + *gogc}, env...)
+	}
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -303,6 +316,12 @@ type gatehouseProc struct {
 // startGatehouse starts the proxy on a volume holding c and waits until it
 // serves it.
 func startGatehouse(b *testing.B, cmdline []string, dir string, c *snapshot.Content) *gatehouseProc {
+	return startGatehouseWith(b, cmdline, dir, c, nil, strings.Fields(*proxyArgs))
+}
+
+// startGatehouseWith is startGatehouse with the environment and flags of
+// one variant.
+func startGatehouseWith(b *testing.B, cmdline []string, dir string, c *snapshot.Content, env, extra []string) *gatehouseProc {
 	root := filepath.Join(dir, "volume")
 	w, err := sidecar.NewWriter(root, sidecar.DefaultLimits(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -315,7 +334,7 @@ func startGatehouse(b *testing.B, cmdline []string, dir string, c *snapshot.Cont
 	listen, admin := freeAddr(b), freeAddr(b)
 	args := append(cmdline[1:len(cmdline):len(cmdline)], "--snapshot-dir", root, "--listen", listen, "--admin-listen", admin,
 		"--health-listen", "0", "--log-level", "warn", "--shutdown-timeout", "5s", "--profiling")
-	p := start(b, cmdline[0], append(args, strings.Fields(*proxyArgs)...)...)
+	p := startEnv(b, env, cmdline[0], append(args, extra...)...)
 	g := &gatehouseProc{process: p, admin: "http://" + admin, writer: w}
 	b.Logf("proxy: %s (GOGC=%s)", strings.Join(p.cmd.Args, " "), *gogc)
 	p.url = "http://" + listen
