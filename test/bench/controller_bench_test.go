@@ -121,21 +121,23 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	}()
 	fail := func(err error) (*controllerFigures, error) {
 		return nil, fmt.Errorf("gatehouse controller: %w\n%s", err, logs)
 	}
-	if err := testkit.WaitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute); err != nil {
+	// A controller that exits (a refused flag, a failed preflight) ends the
+	// wait at once, not after the readiness limit.
+	if err := testkit.WaitHTTPWhile(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute, exited); err != nil {
 		return fail(err)
 	}
 	r := &controllerFigures{ready: time.Since(start), cpu: map[string]time.Duration{}, reviews: 4000}

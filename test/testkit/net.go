@@ -18,9 +18,18 @@ func FreePort() (int, error) {
 }
 
 // WaitHTTP polls url until it answers 200 OK or limit passes.
-func WaitHTTP(url string, limit time.Duration) error {
+func WaitHTTP(url string, limit time.Duration) error { return WaitHTTPWhile(url, limit, nil) }
+
+// WaitHTTPWhile is WaitHTTP that gives up as soon as gone is closed: the
+// process that should answer has exited.
+func WaitHTTPWhile(url string, limit time.Duration, gone <-chan struct{}) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
+		select {
+		case <-gone:
+			return fmt.Errorf("the process serving %s exited before it answered 200 OK", url)
+		default:
+		}
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
