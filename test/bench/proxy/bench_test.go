@@ -72,12 +72,7 @@ func runLoad(b *testing.B) {
 	}
 	g := startGatehouse(b, gh, dir, content(be.url, 0))
 	idleRSS, _, _ := testkit.MemOf(strconv.Itoa(g.pid()))
-	bareAddr := freeAddr(b)
-	bp := start(b, bare, "--listen", bareAddr, "--backend", be.url)
-	bp.url = "http://" + bareAddr
-	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
-		b.Fatal(err)
-	}
+	bp := startBare(b, bare, be.url, nil)
 	targets := []target{{name: "backend direct", url: be.url}, {name: "bare Go proxy (httputil, tuned)", url: bp.url, pid: bp.pid()}}
 	if ng := startNginx(b, dir, be.url); ng != nil {
 		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
@@ -119,10 +114,10 @@ func runLoad(b *testing.B) {
 		}
 		// The same round, at half of gatehouse's peak of this round.
 		gatehousePeak := results[len(results)-1].rps[len(results[len(results)-1].rps)-1]
-		p99, sent := halfPeak(b, dir, targets, toks, gatehousePeak/2)
-		for i := range targets {
-			pacedP99[i] = append(pacedP99[i], ms(p99[i]-p99[0]))
-			pacedRPS[i] = append(pacedRPS[i], sent[i])
+		runs := halfPeak(b, dir, targets, toks, gatehousePeak/2)
+		for i, r := range runs {
+			pacedP99[i] = append(pacedP99[i], ms(r.p99-runs[0].p99))
+			pacedRPS[i] = append(pacedRPS[i], r.rps)
 		}
 		swap := swapUnderLoad(b, g, be.url, script)
 		swaps += swap.swaps
@@ -182,6 +177,18 @@ func runLoad(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// startBare starts the tuned bare Go proxy in front of backendURL, with env
+// added to its environment, and waits until it answers.
+func startBare(b *testing.B, bin, backendURL string, env []string) *process {
+	addr := freeAddr(b)
+	bp := startEnv(b, env, bin, "--listen", addr, "--backend", backendURL)
+	bp.url = "http://" + addr
+	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	return bp
+}
+
 func cpuOf(pid int) time.Duration {
 	if pid == 0 {
 		return 0
@@ -190,16 +197,24 @@ func cpuOf(pid int) time.Duration {
 	return d
 }
 
+// pacedRun is one target's paced run: its p99, the rate it got, and its
+// process's CPU per request (0 when it has no pid of its own).
+type pacedRun struct {
+	p99       time.Duration
+	rps       float64
+	cpuPerReq float64
+}
+
 // halfPeak runs wrk paced to rate against every target, and returns each
-// one's p99 and the rate it got. Every connection pauses after each answer
-// (wrkPacedScript), so all runs send the same rate and latency is measured
-// at it.
-func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate float64) (p99 []time.Duration, sent []float64) {
+// one's run. Every connection pauses after each answer (wrkPacedScript), so
+// all runs send the same rate and latency is measured at it.
+func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate float64) []pacedRun {
 	pause := max(1, int(float64(*connections)*1000/rate+0.5))
 	script, err := wrkPacedScript(dir, toks, pause)
 	if err != nil {
 		b.Fatal(err)
 	}
+	runs := make([]pacedRun, 0, len(targets))
 	for _, t := range targets {
 		traced := make(chan struct{})
 		if *traceFile != "" && t.admin != "" {
@@ -213,14 +228,19 @@ func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate fl
 		} else {
 			close(traced)
 		}
+		cpu0 := cpuOf(t.pid)
 		r, out, err := runWrk(t.url, script, *connections, *duration)
 		<-traced
 		if err != nil || r.non2xx+r.errors > 0 {
 			b.Fatalf("paced run against %s: %v\n%s", t.name, err, out)
 		}
-		p99, sent = append(p99, r.p99), append(sent, r.rps())
+		run := pacedRun{p99: r.p99, rps: r.rps()}
+		if t.pid != 0 {
+			run.cpuPerReq = us(cpuOf(t.pid)-cpu0) / float64(r.requests)
+		}
+		runs = append(runs, run)
 	}
-	return p99, sent
+	return runs
 }
 
 func saveTrace(admin, file string) error {

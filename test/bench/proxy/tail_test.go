@@ -53,13 +53,8 @@ func runTail(b *testing.B) {
 	be := startBackend(b)
 	toks := tokens()
 	dir := tmpfs(b)
-	bareAddr := freeAddr(b)
-	bp := startEnv(b, strings.Fields(os.Getenv("PROXYBENCH_BARE_ENV")), bare, "--listen", bareAddr, "--backend", be.url)
+	bp := startBare(b, bare, be.url, strings.Fields(os.Getenv("PROXYBENCH_BARE_ENV")))
 	b.Cleanup(func() { _ = os.WriteFile(os.TempDir()+"/tail-bare.log", []byte(bp.logs.String()), 0o600) })
-	bp.url = "http://" + bareAddr
-	if err := waitAnswer(bp.url+"/", 10*time.Second); err != nil {
-		b.Fatal(err)
-	}
 	targets := []target{{name: "backend direct", url: be.url}, {name: "bare Go proxy", url: bp.url, pid: bp.pid()}}
 	variants := strings.Split(*tailVariants, "|")
 	for _, v := range variants {
@@ -104,28 +99,13 @@ func runTail(b *testing.B) {
 			b.Fatalf("%s: %v\n%s", t.name, err, out)
 		}
 	}
-	pause := max(1, int(float64(*connections)*1000 / *tailRate + 0.5))
-	paced, err := wrkPacedScript(dir, toks, pause)
-	if err != nil {
-		b.Fatal(err)
-	}
 	added := make([][]float64, len(targets))
 	cpu := make([][]float64, len(targets))
 	for range *rounds {
-		var base time.Duration
-		for i, t := range targets {
-			cpu0 := cpuOf(t.pid)
-			r, out, err := runWrk(t.url, paced, *connections, *duration)
-			if err != nil || r.non2xx+r.errors > 0 {
-				b.Fatalf("%s: %v\n%s", t.name, err, out)
-			}
-			if i == 0 {
-				base = r.p99
-			}
-			added[i] = append(added[i], ms(r.p99-base))
-			if t.pid != 0 {
-				cpu[i] = append(cpu[i], us(cpuOf(t.pid)-cpu0)/float64(r.requests))
-			}
+		runs := halfPeak(b, dir, targets, toks, *tailRate)
+		for i, r := range runs {
+			added[i] = append(added[i], ms(r.p99-runs[0].p99))
+			cpu[i] = append(cpu[i], r.cpuPerReq)
 		}
 	}
 	fmt.Printf("\n%d rounds at %.0f requests/s, %d connections, %s each; the p99 each adds to the backend's (ms, min / median / max), CPU per request (µs)\n",
