@@ -72,7 +72,7 @@ func expectDenied(t *testing.T, what string, r kubectlResult, want ...string) {
 // TestTenantWorkflow walks through what a platform team and its tenants do,
 // in order: each step relies on the state the previous ones left.
 func TestTenantWorkflow(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	admin, alice := c.adminCfg, c.tenantCfg
 
 	t.Run("admin creates projects", func(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 // would: with a bound ServiceAccount token from the TokenRequest API and the
 // CA the controller issued, against the controller's agent endpoint.
 func TestAgentInCluster(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	ctx := context.Background()
 	p := newProxyPod(t, "gatehouse-proxy-0")
 	pod, root := p.pod, p.root

@@ -25,7 +25,7 @@ import (
 // proxy's loader (sidecar + snapshot) reads it back. Edits to the
 // YAML reach the volume; a broken extension config does not.
 func TestDirSourceToAgent(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "cluster")
 	copyTree(t, "../../controlplane/testdata/cluster", src)

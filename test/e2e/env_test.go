@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,22 @@ type cluster struct {
 
 var shared *cluster
 
+// sharedFailed is set when a test that used the shared cluster failed: only
+// then is the shared controller's log worth printing. Printed after every
+// other test's output, it would otherwise bury the failure that matters
+// (CI shows the end of the output).
+var sharedFailed atomic.Bool
+
+// sharedCluster returns the shared cluster and notes if the test fails.
+func sharedCluster(t testing.TB) *cluster {
+	t.Cleanup(func() {
+		if t.Failed() {
+			sharedFailed.Store(true)
+		}
+	})
+	return shared
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -64,8 +81,8 @@ func run(m *testing.M) int {
 	}
 	shared = c
 	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- gatehouse controller log ---\n%s\n", c.logs.String())
+	if sharedFailed.Load() {
+		fmt.Fprintf(os.Stderr, "--- the shared cluster's gatehouse controller log ---\n%s\n", c.logs.String())
 	}
 	c.stop()
 	return code

@@ -62,7 +62,8 @@ func render(t *testing.T, path string) []object {
 			t.Fatal(err)
 		}
 	} else {
-		r := shared.run(shared.adminCfg, "", "kustomize", path)
+		c := sharedCluster(t)
+		r := c.run(c.adminCfg, "", "kustomize", path)
 		if r.err != nil {
 			t.Fatalf("kubectl kustomize %s: %v\n%s", path, r.err, r.stderr)
 		}
@@ -179,7 +180,8 @@ func TestInstallDryRun(t *testing.T) {
 			if apply.Len() == 0 {
 				return
 			}
-			r := shared.run(shared.adminCfg, apply.String(), "apply", "--dry-run=server", "-f", "-")
+			c := sharedCluster(t)
+			r := c.run(c.adminCfg, apply.String(), "apply", "--dry-run=server", "-f", "-")
 			if r.err != nil {
 				t.Fatalf("kubectl apply --dry-run=server of %s: %v\n%s", tt.path, r.err, r.stderr)
 			}
@@ -257,7 +259,7 @@ func TestCertManagerOverlay(t *testing.T) {
 // naming what it lacks and what to do, instead of waiting for a cache that
 // cannot sync.
 func TestControllerNamesMissingPermissions(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	ctx := context.Background()
 	const sa = "gatehouse-outdated"
 	objs := render(t, "../../manifests/base")
@@ -353,7 +355,8 @@ func TestInstallGuideCheck(t *testing.T) {
 	shown = strings.TrimSpace(shown)
 	manifest = strings.ReplaceAll(manifest, "\n   ", "\n")
 	manifest = strings.TrimPrefix(manifest, "   ")
-	r := shared.run(shared.adminCfg, manifest, "apply", "--dry-run=server", "-f", "-")
+	c := sharedCluster(t)
+	r := c.run(c.adminCfg, manifest, "apply", "--dry-run=server", "-f", "-")
 	if r.err == nil {
 		t.Fatalf("the dry run succeeded; the page says the webhook refuses it:\n%s", r.stdout)
 	}

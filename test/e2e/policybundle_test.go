@@ -50,7 +50,7 @@ data:
 // bundle keeps deciding), publish a new version, and have mistakes refused
 // at apply.
 func TestPolicyBundleInCluster(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	admin := c.adminCfg
 	ctx := context.Background()
 	reg := testkit.StartRegistry(testkit.RegistryBearer, true)
@@ -173,7 +173,7 @@ spec:
 // metrics extension: "allow", "deny" or "none" before a snapshot.
 func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 	t.Helper()
-	c := shared
+	c := sharedCluster(t)
 	ctx := context.Background()
 	pod := newProxyPod(t, podName)
 	root := pod.root
@@ -224,7 +224,7 @@ func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 // passes Gatehouse's own checks can fail to be stored. (kube-system is not
 // sent to the webhook, so only the schema speaks there.)
 func TestPolicyBundleSchemaAgreesWithValidate(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	digest := strings.Repeat("e9", 32)
 	for _, spec := range []string{
 		`{url: "oci://r.example/p:v1"}`,

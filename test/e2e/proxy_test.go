@@ -105,7 +105,7 @@ data:
 // policy ConfigMap with kubectl changes the decision within 2 s; and the
 // agent acknowledges a version only once the proxy serves it.
 func TestProxyInCluster(t *testing.T) {
-	c := shared
+	c := sharedCluster(t)
 	seen := make(chan *http.Request, 64)
 	backend := func(name string) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

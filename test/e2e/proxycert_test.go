@@ -25,7 +25,7 @@ import (
 func proxyCertSecret(t *testing.T, name string) map[string][]byte {
 	t.Helper()
 	var s corev1.Secret
-	if err := shared.client.Get(context.Background(), types.NamespacedName{Namespace: "gatehouse-system", Name: name}, &s); err != nil {
+	if err := sharedCluster(t).client.Get(context.Background(), types.NamespacedName{Namespace: "gatehouse-system", Name: name}, &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Data

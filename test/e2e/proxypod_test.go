@@ -26,7 +26,7 @@ type proxyPod struct {
 // files in a temporary directory.
 func newProxyPod(t *testing.T, name string) *proxyPod {
 	t.Helper()
-	c := shared
+	c := sharedCluster(t)
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gatehouse-proxy", Namespace: "gatehouse-system"}}
 	if err := c.client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {

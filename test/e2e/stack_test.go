@@ -201,12 +201,18 @@ func (s *stack) updateEndpoints() {
 	s.agentSvc.setEndpoints(agents...)
 }
 
+// dumpLogs prints the end of every process's log of a failed stack.
+// It writes to standard error, not the test's log: go test prints a
+// test's log when the test ends, after this clean-up, so the failures
+// themselves come last, where CI's excerpt of the output shows them.
 func (s *stack) dumpLogs() {
+	w := os.Stderr
+	fmt.Fprintf(w, "=== %s failed: the stack's logs; its failures follow them ===\n", s.tb.Name())
 	for i, p := range s.replicas {
-		s.tb.Logf("--- controller replica %d ---\n%s", i, tail(p.logs.String(), 150))
+		fmt.Fprintf(w, "--- controller replica %d ---\n%s\n", i, tail(p.logs.String(), 150))
 	}
 	for _, p := range s.pods {
-		s.tb.Logf("--- %s agent ---\n%s\n--- %s proxy ---\n%s", p.name, tail(p.agentLogs.String(), 60), p.name, tail(p.proxyLogs.String(), 60))
+		fmt.Fprintf(w, "--- %s agent ---\n%s\n--- %s proxy ---\n%s\n", p.name, tail(p.agentLogs.String(), 60), p.name, tail(p.proxyLogs.String(), 60))
 	}
 }
 
