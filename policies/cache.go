@@ -50,14 +50,17 @@ func newDecisionCache(size int, ttl time.Duration) *decisionCache {
 	return c
 }
 
-func (c *decisionCache) shard(key string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, key)%cacheShards]
+func (c *decisionCache) shard(key []byte) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%cacheShards]
 }
 
-func (c *decisionCache) get(key string, now time.Time) (Decision, bool) {
+// get and put take the key as built by cacheKey, in the caller's buffer: a
+// lookup converts it only to index the map, which allocates nothing, so a
+// hit costs no garbage; put copies it once into the string the map keeps.
+func (c *decisionCache) get(key []byte, now time.Time) (Decision, bool) {
 	s := c.shard(key)
 	s.mu.Lock()
-	e, ok := s.entries[key]
+	e, ok := s.entries[string(key)]
 	s.mu.Unlock()
 	if !ok || now.UnixNano() >= e.expires {
 		return Decision{}, false
@@ -65,15 +68,16 @@ func (c *decisionCache) get(key string, now time.Time) (Decision, bool) {
 	return e.decision, true
 }
 
-func (c *decisionCache) put(key string, d Decision, now time.Time) {
-	s := c.shard(key)
+func (c *decisionCache) put(k []byte, d Decision, now time.Time) {
+	s := c.shard(k)
 	e := cacheEntry{decision: d, expires: now.Add(c.ttl).UnixNano()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.entries[key]; ok {
-		s.entries[key] = e
+	if _, ok := s.entries[string(k)]; ok {
+		s.entries[string(k)] = e
 		return
 	}
+	key := string(k)
 	if len(s.ring) < c.per {
 		s.ring = append(s.ring, key)
 	} else {
@@ -99,8 +103,8 @@ func (c *decisionCache) len() int {
 // extension, the Application (with its destination and the resolved cluster),
 // the method, a digest of the project as resolved, and the path when the
 // policy asks for it. Fields are length-prefixed, so no two inputs share a key.
-func cacheKey(in *Input, withPath bool, seed maphash.Seed) string {
-	b := make([]byte, 0, 256)
+// It is appended to b, which the caller keeps on its stack.
+func cacheKey(b []byte, in *Input, withPath bool, seed maphash.Seed) []byte {
 	str := func(s string) {
 		b = strconv.AppendInt(b, int64(len(s)), 10)
 		b = append(b, ':')
@@ -138,7 +142,7 @@ func cacheKey(in *Input, withPath bool, seed maphash.Seed) string {
 		str(p.Name)
 		b = binary.LittleEndian.AppendUint64(b, projectDigest(p, seed))
 	}
-	return string(b)
+	return b
 }
 
 // projectDigest hashes the project's lists, which can be long, instead of

@@ -30,16 +30,16 @@ func TestDecisionCacheBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newDecisionCache(tt.size, 5*time.Second)
 			for i := range tt.puts {
-				c.put("k"+strconv.Itoa(i), Decision{Allow: true, Reason: strconv.Itoa(i)}, now)
+				c.put([]byte("k"+strconv.Itoa(i)), Decision{Allow: true, Reason: strconv.Itoa(i)}, now)
 			}
 			for _, i := range tt.kept {
-				d, ok := c.get("k"+strconv.Itoa(i), now.Add(tt.at))
+				d, ok := c.get([]byte("k"+strconv.Itoa(i)), now.Add(tt.at))
 				if !ok || d.Reason != strconv.Itoa(i) {
 					t.Errorf("k%d: got %+v, %v; want its decision", i, d, ok)
 				}
 			}
 			for _, i := range tt.gone {
-				if d, ok := c.get("k"+strconv.Itoa(i), now.Add(tt.at)); ok {
+				if d, ok := c.get([]byte("k"+strconv.Itoa(i)), now.Add(tt.at)); ok {
 					t.Errorf("k%d: still there (%+v)", i, d)
 				}
 			}
@@ -61,12 +61,12 @@ func TestDecisionCacheRefreshKeepsOneSlot(t *testing.T) {
 	c := newDecisionCache(cacheShards, time.Second)
 	now := time.Unix(1_700_000_000, 0)
 	for range 100 {
-		c.put("same", Decision{Allow: true}, now)
+		c.put([]byte("same"), Decision{Allow: true}, now)
 	}
 	if n := c.len(); n != 1 {
 		t.Fatalf("one key put 100 times holds %d entries", n)
 	}
-	if s := c.shard("same"); len(s.ring) != 1 {
+	if s := c.shard([]byte("same")); len(s.ring) != 1 {
 		t.Fatalf("its shard's ring has %d keys", len(s.ring))
 	}
 }

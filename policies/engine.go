@@ -249,9 +249,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	start := time.Now()
 	in.normalize()
-	var key string
+	var buf [256]byte
+	var key []byte
 	if c.cache != nil {
-		key = cacheKey(&in, c.withPath, c.cache.seed)
+		key = cacheKey(buf[:0], &in, c.withPath, c.cache.seed)
 		if d, ok := c.cache.get(key, e.opts.now()); ok {
 			e.hits.Add(1)
 			d.Cached = true

@@ -2,12 +2,15 @@ package proxybench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -26,6 +29,10 @@ import (
 // reported too.
 func BenchmarkProxyHeap(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if *heapProfile != "" {
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 256 // most of what is live is small objects
+	}
 	be := startBackend(b)
 	base := heapNow()
 	for range b.N {
@@ -58,6 +65,9 @@ func BenchmarkProxyHeap(b *testing.B) {
 			}
 		}
 		served := heapNow()
+		if *heapProfile != "" {
+			writeHeapProfile(b, *heapProfile)
+		}
 		srv.Close()
 		runtime.KeepAlive(p)
 		fmt.Printf("\nthe proxy's heap, less the test's own (%s):\n  snapshot loaded:     %s\n  %d users served:    %s\n",
@@ -67,6 +77,20 @@ func BenchmarkProxyHeap(b *testing.B) {
 		b.ReportMetric(float64(served.gc.Microseconds()), "full-gc-µs")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+var heapProfile = flag.String("proxybench.heap-profile", "",
+	"BenchmarkProxyHeap writes a heap profile here while the served proxy is live (go tool pprof -sample_index=inuse_space)")
+
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // heapFigures are the live heap and its scannable part after a full
