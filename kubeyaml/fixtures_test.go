@@ -139,6 +139,7 @@ func fixtures(t testing.TB) []fixture {
 		{name: "name-control-character.yaml", serverRefused: true, data: []byte("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: \"evil\\u0007app\", namespace: argocd}\nspec: {project: default}\n")},
 		{name: "name-too-long.yaml", serverRefused: true, data: []byte(strings.Replace(app(strings.Repeat("a", 254)), "team-b", "argocd", 1))},
 		{name: "kind-lower-case.yaml", serverRefused: true, data: []byte(strings.Replace(strings.Replace(app("lower-kind"), "team-b", "argocd", 1), "kind: Application", "kind: application", 1))},
+		{name: "policybundle-kind-lower-case.yaml", serverRefused: true, data: []byte("apiVersion: gatehouse.io/v1alpha1\nkind: policybundle\nmetadata: {name: lower-kind, namespace: argocd}\nspec: {url: 'oci://registry.example/p:v1'}\n")},
 		{name: "configmap-bad-key.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-key, namespace: argocd}\ndata: {\"bad key!\": x}\n")},
 		{name: "secret-not-base64.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: not-base64, namespace: argocd}\ndata: {k: \"not base64!\"}\n")},
 		{name: "configmap-bad-label.yaml", serverRefused: true, data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-label, namespace: argocd, labels: {\"a b\": c}}\n")},

@@ -19,7 +19,7 @@ import (
 )
 
 // kubectl runs the real kubectl against a real API server (with Argo CD's
-// CRDs), which it needs to map kinds to resources.
+// and Gatehouse's CRDs), which it needs to map kinds to resources.
 type kubectl struct {
 	bin, kubeconfig, cache string
 }
@@ -35,7 +35,7 @@ func startKubectl(t *testing.T) *kubectl {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "test", "e2e", "testdata", "crds")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "test", "e2e", "testdata", "crds"), filepath.Join("..", "manifests", "base", "crds")},
 		ErrorIfCRDPathMissing: true,
 	}
 	if _, err := env.Start(); err != nil {

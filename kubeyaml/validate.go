@@ -85,14 +85,14 @@ func Refusal(o *Object, defaultNamespace string) error {
 }
 
 // miscased returns the kind the API server would insist on when gk spells
-// one of Argo CD's kinds in other letter case (kubectl maps "application"
+// one of Argo CD's or Gatehouse's kinds in other letter case (kubectl maps "application"
 // to applications, and the server refuses it), else "".
 func miscased(gk schema.GroupKind) string {
-	if gk.Group != argoGroup {
+	if gk.Group != argoGroup && gk.Group != gatehouseGroup {
 		return ""
 	}
 	for known := range rules {
-		if known.Group == argoGroup && strings.EqualFold(known.Kind, gk.Kind) {
+		if known.Group == gk.Group && strings.EqualFold(known.Kind, gk.Kind) {
 			return known.Kind
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,13 +59,19 @@ func newAdmitCommand() *cobra.Command {
 	o := &admitOptions{}
 	cmd := &cobra.Command{
 		Use:   "admit -f PATH...",
-		Short: "Check Applications and AppProjects offline, with the webhook's rules",
+		Short: "Check manifests offline, with the admission webhook's rules",
 		Long: `Check manifests before they reach a cluster, with the same rules the admission
-webhook applies. AppProjects (and argocd-cmd-params-cm / argocd-cm) found in
-the input are taken as the cluster's state; every Application and AppProject
-is reviewed as a CREATE, in input order. The input is read as
-kubectl apply -R -f reads it (Lists expanded); objects the API server would
-refuse, and objects defined twice, are denied. One line per object:
+webhook applies, to every object the webhook is sent: Applications,
+AppProjects, PolicyBundles, and in the control-plane namespace the policy
+ConfigMaps (label gatehouse.io/policy: "true"), gatehouse-extensions and
+argocd-cm. What the input holds is taken as the cluster's state: its
+AppProjects, argocd-cmd-params-cm and argocd-cm, and the ConfigMaps and
+Secrets of the control-plane namespace (a Secret a PolicyBundle or an
+extension names that is not in the input earns a warning, as in a cluster
+without it). Every object is reviewed as a CREATE, in input order. The input
+is read as kubectl apply -R -f reads it (Lists expanded); objects the API
+server would refuse, and objects defined twice, are denied. One line per
+object, a reason's further lines indented below it:
 
   ALLOW Application team-a/app1
   DENY Application team-b/app2: <reason>
@@ -113,13 +121,34 @@ func printVerdicts(w io.Writer, results []webhook.AdmitResult) (denied bool) {
 			fmt.Fprintf(w, "ALLOW %s\n", id)
 		} else {
 			denied = true
-			fmt.Fprintf(w, "DENY %s: %s\n", id, r.Verdict.Reason)
+			fmt.Fprintf(w, "DENY %s: %s\n", id, message(r.Verdict.Reason))
 		}
 		for _, warning := range r.Verdict.Warnings {
-			fmt.Fprintf(w, "WARN %s: %s\n", id, warning)
+			fmt.Fprintf(w, "WARN %s: %s\n", id, message(warning))
 		}
 	}
 	return denied
+}
+
+// message prepares a reason for a verdict line. A reason may span lines (a
+// Rego compiler error shows the offending line and a caret under it): every
+// line after the first is indented, so each verdict still starts a line of
+// its own. A reason may also quote the input, so control characters (but
+// tabs) are escaped rather than sent to a terminal or CI log.
+func message(s string) string {
+	s = strings.TrimRight(s, "\n")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString("\n    ")
+		case r == '\t' || (r >= ' ' && r != 0x7f && !unicode.Is(unicode.Cc, r)):
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // printable returns s, or s quoted when it holds anything but printable

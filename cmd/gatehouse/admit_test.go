@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,6 +28,10 @@ func TestAdmitExamples(t *testing.T) {
 		"DENY Application team-a/a-very-long-application-name-that-argo-cd-cannot-put-in-a-label: ",
 		"ALLOW Application argocd/platform",
 		"DENY Application team-a/one-too-many: ",
+		"ALLOW ConfigMap argocd/argocd-cm",
+		"ALLOW ConfigMap argocd/gatehouse-extensions",
+		"ALLOW ConfigMap argocd/gatehouse-policy",
+		"ALLOW PolicyBundle argocd/extensions",
 		"ALLOW AppProject argocd/team-a",
 		"DENY AppProject team-a/rogue: ",
 		"DENY AppProject argocd/sloppy: ",
@@ -201,5 +206,89 @@ func TestAdmitStopsWaitingForStdinWhenCancelled(t *testing.T) {
 	code, _, stderr := runWithin(t, ctx, 10*time.Second, r, "admit", "-f", "-")
 	if code != 2 || stderr != "gatehouse: interrupted\n" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAdmitConfigObjects: Gatehouse's own configuration objects get the
+// verdicts the webhook gives them (test/e2e checks the two agree on a real
+// API server), with the input taken as the cluster: its ConfigMaps and
+// Secrets of the control-plane namespace are the ones the rules look up.
+func TestAdmitConfigObjects(t *testing.T) {
+	const (
+		policy = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels: {gatehouse.io/policy: \"true\"}\ndata:\n  %s"
+		rego   = "policy.rego: |\n    package gatehouse.extensions\n\n    decision := {\"allow\": false}\n"
+		grants = "data.json: '{\"gatehouse\": {\"bindings\": {\"users\": {\"alice\": [\"role:r\"]}}}}'\n"
+		bundle = "apiVersion: gatehouse.io/v1alpha1\nkind: %s\nmetadata: {name: b, namespace: %s}\nspec: {url: 'oci://registry.example/p:v1', secretRef: {name: creds}}\n"
+		secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: argocd}\ntype: %s\nstringData: {%s}\n"
+	)
+	docs := func(d ...string) string { return strings.Join(d, "---\n") }
+	tests := []struct {
+		name  string
+		input string
+		code  int
+		want  []string // each line of the output, by prefix
+	}{
+		{"a policy ConfigMap that compiles", fmt.Sprintf(policy, "p", "argocd", rego), 0,
+			[]string{"ALLOW ConfigMap argocd/p"}},
+		{"a policy ConfigMap that does not compile", fmt.Sprintf(policy, "p", "argocd", "policy.rego: |\n    package gatehouse.extensions\n\n    decision := {\n"), 1,
+			[]string{"DENY ConfigMap argocd/p: policy ConfigMap p: the policy is refused, so the last good policy stays in force"}},
+		{"a policy ConfigMap outside the control-plane namespace is not the webhook's", fmt.Sprintf(policy, "p", "team-a", "x: y\n"), 0, nil},
+		{"nor is one named as Argo CD's", fmt.Sprintf(policy, "argocd-p", "argocd", "x: y\n"), 0, nil},
+		{"two policy ConfigMaps that set the same data: a warning on each", docs(fmt.Sprintf(policy, "p1", "argocd", grants), fmt.Sprintf(policy, "p2", "argocd", grants)), 0,
+			[]string{"ALLOW ConfigMap argocd/p1", "WARN ConfigMap argocd/p1: together with the other policy ConfigMaps", "ALLOW ConfigMap argocd/p2", "WARN ConfigMap argocd/p2: together with the other policy ConfigMaps"}},
+		{"a PolicyBundle whose Secret is in the input", docs(fmt.Sprintf(bundle, "PolicyBundle", "argocd"), fmt.Sprintf(secret, "kubernetes.io/basic-auth", "username: u, password: p")), 0,
+			[]string{"ALLOW PolicyBundle argocd/b"}},
+		{"a PolicyBundle whose Secret is not", fmt.Sprintf(bundle, "PolicyBundle", "argocd"), 0,
+			[]string{"ALLOW PolicyBundle argocd/b", `WARN PolicyBundle argocd/b: spec.secretRef: Secret "creds" does not exist in namespace "argocd"`}},
+		{"a PolicyBundle whose Secret is of the wrong type", docs(fmt.Sprintf(bundle, "PolicyBundle", "argocd"), fmt.Sprintf(secret, "kubernetes.io/tls", "tls.crt: c, tls.key: k")), 0,
+			[]string{"ALLOW PolicyBundle argocd/b", `WARN PolicyBundle argocd/b: spec.secretRef: Secret "creds" is of type kubernetes.io/tls`}},
+		{"a PolicyBundle outside the control-plane namespace", fmt.Sprintf(bundle, "PolicyBundle", "team-a"), 1,
+			[]string{`DENY PolicyBundle team-a/b: PolicyBundles belong in Argo CD's control-plane namespace "argocd"`}},
+		{"a PolicyBundle spelt in other letter case, which the API server refuses", fmt.Sprintf(bundle, "policybundle", "argocd"), 1,
+			[]string{`DENY policybundle argocd/b: policybundle.gatehouse.io "b" is invalid: kind: Invalid value: "policybundle": must be PolicyBundle`}},
+		{"gatehouse-extensions with an extension the controller would drop", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gatehouse-extensions, namespace: argocd}\ndata:\n  extension.config: |\n    extensions:\n    - name: m\n      backend: {services: [{url: 'ftp://m'}]}\n", 1,
+			[]string{`DENY ConfigMap argocd/gatehouse-extensions: ConfigMap gatehouse-extensions key "extension.config": extension "m": backend.services[0]: url "ftp://m": the scheme must be http or https`}},
+		{"argocd-cm is Argo CD's: a warning, never a refusal", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata:\n  extension.config: '[ not yaml'\n", 0,
+			[]string{"ALLOW ConfigMap argocd/argocd-cm", "WARN ConfigMap argocd/argocd-cm: Gatehouse will not serve this"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"admit", "-f", "-"}, strings.NewReader(tt.input), &out, &errb)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tt.code, errb.String())
+			}
+			var lines []string // the verdicts, less a message's further lines (indented)
+			for l := range strings.Lines(out.String()) {
+				if !strings.HasPrefix(l, " ") {
+					lines = append(lines, strings.TrimSuffix(l, "\n"))
+				}
+			}
+			if len(lines) != len(tt.want) {
+				t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(tt.want), out.String())
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("line %d = %q, want prefix %q", i+1, lines[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestVerdictMessage: a reason quoting the input cannot break the one
+// verdict a line, or reach a terminal as control characters.
+func TestVerdictMessage(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"one line", "one line"},
+		{"first\n\tsecond\n", "first\n    \tsecond"},
+		{"bell\a and escape \x1b[31m", "bell\\u0007 and escape \\u001b[31m"},
+		{"carriage\rreturn, delete \x7f, next line \u0085", "carriage\\u000dreturn, delete \\u007f, next line \\u0085"},
+		{"ünïcode stays", "ünïcode stays"},
+	}
+	for _, tt := range tests {
+		if got := message(tt.in); got != tt.want {
+			t.Errorf("message(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -128,33 +129,43 @@ spec:
 		waitFor(t, 30*time.Second, "the agent's volume follows v2", func() bool { return decide("alice") == "deny" && decide("bob") == "allow" })
 	})
 
-	t.Run("mistakes are refused at apply", func(t *testing.T) {
+	// Each mistake is applied with kubectl and checked offline with
+	// `gatehouse admit`: the CI gate must refuse what the webhook refuses,
+	// with the same reason, and warn where it warns.
+	t.Run("mistakes are refused at apply, and by gatehouse admit", func(t *testing.T) {
 		brokenPolicy := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-policy\n  namespace: argocd\n  labels: {gatehouse.io/policy: \"true\"}\ndata:\n  policy.rego: |\n    package gatehouse.extensions\n\n    decision := {\n"
 		expectDenied(t, "a policy ConfigMap that does not compile", c.run(admin, brokenPolicy, "apply", "-f", "-"), "team-policy/policy.rego:4: rego_parse_error")
+		c.admitSays(t, brokenPolicy, "DENY ConfigMap argocd/team-policy: ", "team-policy/policy.rego:4: rego_parse_error")
 		badData := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-grants\n  namespace: argocd\n  labels: {gatehouse.io/policy: \"true\"}\ndata:\n  data.json: '{\"gatehouse\": {\"roles\": {\"r\": {\"extensions\": [{\"projcet\": \"x\"}]}}}}'\n"
 		expectDenied(t, "data that does not fit the model", c.run(admin, badData, "apply", "-f", "-"), `unknown field "projcet"`)
+		c.admitSays(t, badData, "DENY ConfigMap argocd/team-grants: ", `unknown field "projcet"`)
 		noTag := strings.Replace(strings.Replace(bundle, "name: grants", "name: no-tag", 1), ":stable", "", 1)
 		expectDenied(t, "an oci:// URL without a version", c.run(admin, noTag, "apply", "-f", "-"), "add :TAG or @sha256:DIGEST")
+		c.admitSays(t, noTag, "DENY PolicyBundle argocd/no-tag: ", "add :TAG or @sha256:DIGEST")
 		insecure := "apiVersion: gatehouse.io/v1alpha1\nkind: PolicyBundle\nmetadata: {name: plain, namespace: argocd}\nspec: {url: 'http://bundles.example/b.tar.gz', insecureSkipTLSVerify: true}\n"
 		r := c.run(admin, insecure, "apply", "-f", "-")
 		if r.err == nil || !strings.Contains(r.stderr, "http:// has no TLS to skip verifying") {
 			t.Errorf("insecureSkipTLSVerify with http://: %v\n%s", r.err, r.stderr)
 		}
+		c.admitSays(t, insecure, "DENY PolicyBundle argocd/plain: ", "http:// has no TLS to skip verifying")
 		missing := strings.Replace(strings.Replace(bundle, "name: grants", "name: later", 1), "name: policy-registry", "name: not-yet", 1)
 		r = c.run(admin, missing, "apply", "-f", "-")
 		expectAllowed(t, "a PolicyBundle whose Secret comes later", r)
 		if !strings.Contains(r.stderr, `Warning: spec.secretRef: Secret "not-yet" does not exist`) {
 			t.Errorf("want a warning about the missing Secret, got:\n%s", r.stderr)
 		}
+		c.admitSays(t, missing, "ALLOW PolicyBundle argocd/later", `WARN PolicyBundle argocd/later: spec.secretRef: Secret "not-yet" does not exist`)
 		_ = c.run(admin, "", "delete", "policybundle", "later", "-n", "argocd")
 		brokenExt := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gatehouse-extensions, namespace: argocd}\ndata:\n  extension.config: |\n    extensions:\n    - name: metrics\n      backend: {services: [{url: 'ftp://metrics'}]}\n"
 		expectDenied(t, "an invalid extension in gatehouse-extensions", c.run(admin, brokenExt, "apply", "-f", "-"), "the scheme must be http or https")
+		c.admitSays(t, brokenExt, "DENY ConfigMap argocd/gatehouse-extensions: ", "the scheme must be http or https")
 		brokenArgo := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata:\n  extension.config: '[ not yaml'\n"
 		r = c.run(admin, brokenArgo, "apply", "-f", "-")
 		expectAllowed(t, "argocd-cm belongs to Argo CD: never refused", r)
 		if !strings.Contains(r.stderr, "Warning: Gatehouse will not serve this") {
 			t.Errorf("want a warning about argocd-cm's extension config, got:\n%s", r.stderr)
 		}
+		c.admitSays(t, brokenArgo, "ALLOW ConfigMap argocd/argocd-cm", "WARN ConfigMap argocd/argocd-cm: Gatehouse will not serve this")
 		_ = c.run(admin, "", "delete", "configmap", "argocd-cm", "-n", "argocd")
 	})
 
@@ -252,5 +263,35 @@ func TestPolicyBundleSchemaAgreesWithValidate(t *testing.T) {
 			t.Errorf("%s: the API server refuses it (%s) but Validate accepts it", spec, strings.TrimSpace(r.stderr))
 		}
 		t.Logf("%s: schema %v, Validate %v", spec, r.err == nil, len(errs) == 0)
+	}
+}
+
+// admitSays runs `gatehouse admit -f -` on manifest, as a CI gate would, and
+// fails t unless its output starts with first and holds every one of more.
+func (c *cluster) admitSays(t *testing.T, manifest, first string, more ...string) {
+	t.Helper()
+	cmd := exec.Command(c.bin, "admit", "-f", "-", "--control-plane-namespace", "argocd")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.Output()
+	code := 0
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("gatehouse admit: %v", err)
+	}
+	want := 0 // exit status 1 when something is denied
+	if strings.HasPrefix(first, "DENY") {
+		want = 1
+	}
+	if code != want {
+		t.Errorf("gatehouse admit exited %d, want %d; output:\n%s", code, want, out)
+	}
+	if !strings.HasPrefix(string(out), first) {
+		t.Errorf("gatehouse admit printed:\n%s\nwant it to start with %q", out, first)
+	}
+	for _, m := range more {
+		if !strings.Contains(string(out), m) {
+			t.Errorf("gatehouse admit printed:\n%s\nwant %q in it", out, m)
+		}
 	}
 }
