@@ -77,7 +77,7 @@ func newTestWriter(t *testing.T, root string) *Writer {
 	}
 	// A Commit removes old versions after it returns, and logs to t: the
 	// test waits for that before it ends (and before its TempDir goes).
-	t.Cleanup(w.collecting.Wait)
+	t.Cleanup(w.Wait)
 	return w
 }
 

@@ -225,9 +225,15 @@ func (w *Writer) Write(m *Manifest, content func(sha256hex string) ([]byte, erro
 	if err := st.Commit(); err != nil {
 		return err
 	}
-	w.collecting.Wait() // Write returns with Commit's clean-up done
+	w.Wait() // Write returns with Commit's clean-up done
 	return nil
 }
+
+// Wait returns once every committed Stage has finished removing the versions
+// it replaced, which it does in the background after Commit returns. Call it
+// before the volume goes away (a test's temporary directory) or at shutdown,
+// so no removal is left half done.
+func (w *Writer) Wait() { w.collecting.Wait() }
 
 // diskState is what inspect found under versions/<version>.
 type diskState int

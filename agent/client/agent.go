@@ -180,8 +180,10 @@ func (a *Agent) Serving() string {
 func (a *Agent) Status() Status { return a.health.status() }
 
 // Run connects, and reconnects with backoff, until ctx ends; it then closes
-// the stream cleanly and returns nil.
+// the stream cleanly, lets the volume's clean-up of replaced versions finish,
+// and returns nil.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.o.Writer.Wait()
 	a.restoreServing(ctx)
 	dial := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig(a.o.CAFile, a.o.CertFile, a.o.KeyFile, a.o.ServerName, &a.certAskedWithout))),

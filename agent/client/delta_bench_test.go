@@ -24,6 +24,7 @@ func BenchmarkDeltaManifest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(w.Wait) // a Commit's clean-up runs on after it returns
 	a := &Agent{o: Options{Writer: w, Limits: sidecar.DefaultLimits()}}
 	m, _, err := toManifest(base, a.o.Limits)
 	if err != nil {

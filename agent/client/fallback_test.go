@@ -66,6 +66,7 @@ func TestDeltaItCannotApplyAsksForTheManifest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(w.Wait) // a Commit's clean-up runs on after it returns
 			m, _, err := toManifest(&agentv1.ConfigAvailable{Version: versionOf(t, v1), Manifest: &agentv1.Manifest{Files: v1}}, sidecar.DefaultLimits())
 			if err != nil {
 				t.Fatal(err)
@@ -114,6 +115,7 @@ func TestDeltaWithABadEntryIsRejected(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(w.Wait) // a Commit's clean-up runs on after it returns
 			a, err := New(Options{Address: "x:1", CAFile: "ca", TokenFile: "token", Writer: w})
 			if err != nil {
 				t.Fatal(err)

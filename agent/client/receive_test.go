@@ -20,6 +20,7 @@ func newStage(t testing.TB, contents ...string) (*sidecar.Stage, []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.Wait) // a Commit's clean-up runs on after it returns
 	m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: "v1"}
 	for i, c := range contents {
 		m.Files = append(m.Files, snapshot.FileMeta{Path: fmt.Sprintf("f%d", i), SHA256: sha(c), Size: int64(len(c)), Kind: snapshot.KindConfig})

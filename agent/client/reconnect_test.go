@@ -107,6 +107,7 @@ func newReconnectingAgent(t *testing.T, initial time.Duration, files []*agentv1.
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.Wait) // a Commit's clean-up runs on after it returns
 	m, _, err := toManifest(&agentv1.ConfigAvailable{Version: versionOf(t, files), Manifest: &agentv1.Manifest{Files: files}}, sidecar.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
