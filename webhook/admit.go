@@ -91,7 +91,7 @@ func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, 
 		notes = append(notes, "settings: "+p.Error())
 	}
 	if len(sel.entries) == 0 {
-		notes = append(notes, fmt.Sprintf("no Applications or AppProjects among the %d objects read: nothing to review", len(in.Objects)))
+		notes = append(notes, fmt.Sprintf("none of the %d objects read is one the webhook reviews (Applications, AppProjects, PolicyBundles, Gatehouse's ConfigMaps in %q): nothing to review", len(in.Objects), o.ControlPlaneNamespace))
 	}
 	cluster := NewMemoryCluster()
 	for _, e := range sel.entries {
