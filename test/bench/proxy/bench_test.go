@@ -212,13 +212,9 @@ type pacedRun struct {
 // one's run. Every connection pauses after each answer (wrkPacedScript), so
 // all runs send the same rate and latency is measured at it.
 func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate float64) []pacedRun {
-	pause := max(1, int(float64(*connections)*1000/rate+0.5))
-	script, err := wrkPacedScript(dir, toks, pause)
-	if err != nil {
-		b.Fatal(err)
-	}
 	runs := make([]pacedRun, 0, len(targets))
 	for _, t := range targets {
+		script := pacedScript(b, dir, toks, t, rate)
 		traced := make(chan struct{})
 		if *traceFile != "" && t.admin != "" {
 			go func() {
@@ -244,6 +240,28 @@ func halfPeak(b *testing.B, dir string, targets []target, toks []string, rate fl
 		runs = append(runs, run)
 	}
 	return runs
+}
+
+// pacedScript returns a wrk script that sends about rate requests/s to t.
+// A connection pauses after each answer, so its cycle is the pause plus the
+// answer's latency: a short run with the pause alone measures the latency
+// at this rate, and the pause is shortened by it. Without this the paced
+// runs got about 11,600 requests/s when 13,100 were asked for.
+func pacedScript(b *testing.B, dir string, toks []string, t target, rate float64) string {
+	cycle := float64(*connections) * 1000 / rate // ms per request, per connection
+	script, err := wrkPacedScript(dir, toks, cycle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, out, err := runWrk(t.url, script, *connections, 2*time.Second)
+	if err != nil || r.rps() <= 0 {
+		b.Fatalf("calibrating the paced run against %s: %v\n%s", t.name, err, out)
+	}
+	latency := max(0, float64(*connections)*1000/r.rps()-cycle)
+	if script, err = wrkPacedScript(dir, toks, max(0.05, cycle-latency)); err != nil {
+		b.Fatal(err)
+	}
+	return script
 }
 
 func saveTrace(admin, file string) error {

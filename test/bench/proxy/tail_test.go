@@ -101,17 +101,19 @@ func runTail(b *testing.B) {
 	}
 	added := make([][]float64, len(targets))
 	cpu := make([][]float64, len(targets))
+	got := make([][]float64, len(targets))
 	for range *rounds {
 		runs := halfPeak(b, dir, targets, toks, *tailRate)
 		for i, r := range runs {
 			added[i] = append(added[i], ms(r.p99-runs[0].p99))
 			cpu[i] = append(cpu[i], r.cpuPerReq)
+			got[i] = append(got[i], r.rps)
 		}
 	}
-	fmt.Printf("\n%d rounds at %.0f requests/s, %d connections, %s each; the p99 each adds to the backend's (ms, min / median / max), CPU per request (µs)\n",
+	fmt.Printf("\n%d rounds at %.0f requests/s asked, %d connections, %s each; the p99 each adds to the backend's (ms, min / median / max), CPU per request (µs), requests/s got\n",
 		*rounds, *tailRate, *connections, *duration)
 	for i, t := range targets[1:] {
 		_, hwm, _ := testkit.MemOf(strconv.Itoa(t.pid))
-		fmt.Printf("  %s +%s  cpu %s  peak RSS %.0f MB\n", pad(t.name, 60), fmtStats(added[i+1], "%.2f"), fmtStats(cpu[i+1], "%.1f"), mb(hwm))
+		fmt.Printf("  %s +%s  cpu %s  got %s/s  peak RSS %.0f MB\n", pad(t.name, 60), fmtStats(added[i+1], "%.2f"), fmtStats(cpu[i+1], "%.1f"), fmtStats(got[i+1], "%.0f"), mb(hwm))
 	}
 }

@@ -162,12 +162,12 @@ func tokens() []string {
 func wrkScript(dir string, toks []string) (string, error) { return wrkPacedScript(dir, toks, 0) }
 
 // wrkPacedScript is wrkScript with each connection pausing after every
-// answer, for pauseMS milliseconds on average: with many connections and
-// pauses far longer than an answer takes, the request rate is fixed
-// (connections / pause) whatever the latency, so wrk measures the latency
-// at that rate. Each pause is drawn uniformly from 0 to twice the mean, or
-// the connections would fall into step and arrive in bursts.
-func wrkPacedScript(dir string, toks []string, pauseMS int) (string, error) {
+// answer, for pauseMS milliseconds on average, so the request rate is about
+// connections / (pause + latency) (see pacedRate, which finds the pause for
+// a rate). Each pause is drawn uniformly from 0 to twice the mean, or the
+// connections would fall into step and arrive in bursts; wrk takes whole
+// milliseconds, so the draw is rounded, which keeps a fractional mean.
+func wrkPacedScript(dir string, toks []string, pauseMS float64) (string, error) {
 	var s strings.Builder
 	s.WriteString("tokens = {\n")
 	for _, t := range toks {
@@ -181,8 +181,8 @@ end
 `, requestPath)
 	name := "users.lua"
 	if pauseMS > 0 {
-		fmt.Fprintf(&s, "delay = function()\n  return math.random(0, %d)\nend\n", 2*pauseMS)
-		name = fmt.Sprintf("users-paced-%dms.lua", pauseMS)
+		fmt.Fprintf(&s, "delay = function()\n  return math.floor(math.random() * %g + 0.5)\nend\n", 2*pauseMS)
+		name = fmt.Sprintf("users-paced-%.3fms.lua", pauseMS)
 	}
 	p := filepath.Join(dir, name)
 	return p, os.WriteFile(p, []byte(s.String()), 0o600)
