@@ -134,7 +134,9 @@ func printVerdicts(w io.Writer, results []webhook.AdmitResult) (denied bool) {
 // Rego compiler error shows the offending line and a caret under it): every
 // line after the first is indented, so each verdict still starts a line of
 // its own. A reason may also quote the input, so control characters (but
-// tabs) are escaped rather than sent to a terminal or CI log.
+// tabs) and invisible format characters (bidirectional overrides that
+// reorder what a log shows, zero-width ones) are escaped rather than sent
+// to a terminal or CI log.
 func message(s string) string {
 	s = strings.TrimRight(s, "\n")
 	var b strings.Builder
@@ -142,7 +144,7 @@ func message(s string) string {
 		switch {
 		case r == '\n':
 			b.WriteString("\n    ")
-		case r == '\t' || (r >= ' ' && r != 0x7f && !unicode.Is(unicode.Cc, r)):
+		case r == '\t' || (r >= ' ' && !unicode.In(r, unicode.Cc, unicode.Cf)):
 			b.WriteRune(r)
 		default:
 			fmt.Fprintf(&b, "\\u%04x", r)

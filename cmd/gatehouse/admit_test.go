@@ -285,6 +285,7 @@ func TestVerdictMessage(t *testing.T) {
 		{"bell\a and escape \x1b[31m", "bell\\u0007 and escape \\u001b[31m"},
 		{"carriage\rreturn, delete \x7f, next line \u0085", "carriage\\u000dreturn, delete \\u007f, next line \\u0085"},
 		{"ünïcode stays", "ünïcode stays"},
+		{"admin\u202e\u2066 ok\u200b", "admin\\u202e\\u2066 ok\\u200b"},
 	}
 	for _, tt := range tests {
 		if got := message(tt.in); got != tt.want {
