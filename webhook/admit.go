@@ -169,7 +169,8 @@ func selectObjects(objs []kubeyaml.Object, defaultNS, controlPlane string) selec
 		obj := &objs[i]
 		gk := obj.GroupKind()
 		inControlPlane := obj.Namespace(defaultNS) == controlPlane
-		if inControlPlane && kubeyaml.Refusal(obj, defaultNS) == nil {
+		refusal := kubeyaml.Refusal(obj, defaultNS)
+		if inControlPlane && refusal == nil {
 			sel.keep(obj, gk)
 		}
 		reviewed := sameKind(gk, applicationKind) || sameKind(gk, appProjectKind) || sameKind(gk, policyBundleKind) ||
@@ -180,8 +181,8 @@ func selectObjects(objs []kubeyaml.Object, defaultNS, controlPlane string) selec
 			continue
 		}
 		e := entry{obj: obj}
-		if err := kubeyaml.Refusal(obj, defaultNS); err != nil {
-			e.refusal = err.Error()
+		if refusal != nil {
+			e.refusal = refusal.Error()
 		} else if err := seen.Add(obj); err != nil {
 			e.refusal = fmt.Sprintf("%s: %v", obj.Origin, err)
 		} else {
@@ -211,7 +212,7 @@ func sameKind(gk, want schema.GroupKind) bool {
 func reviewedConfigMap(obj *kubeyaml.Object) bool {
 	name := obj.Meta.Name
 	return name == extconfig.GatehouseConfigMap || name == settings.ArgoCDConfigMap ||
-		(obj.Meta.Labels[LabelPolicy] == "true" && !strings.HasPrefix(name, "argocd-"))
+		(policyLabelled(obj.Meta.Labels) && !strings.HasPrefix(name, "argocd-"))
 }
 
 // keep remembers a ConfigMap or Secret of the control-plane namespace for
@@ -234,14 +235,16 @@ func (sel *selection) keep(obj *kubeyaml.Object, gk schema.GroupKind) {
 // objects is the input as the rules for Gatehouse's configuration see the
 // cluster: a ConfigMap or Secret that is not in the input does not exist,
 // as an AppProject that is not in it does not (which for a Secret is only
-// a warning: it may be created another way, and usually is).
+// a warning: it may be created another way, and usually is). The other
+// policy ConfigMaps are those the controller compiles: labelled, whatever
+// their name, as the webhook lists them in a cluster (install.go).
 func (sel *selection) objects() ConfigObjects {
 	return ConfigObjects{
 		ConfigMap: func(_ context.Context, name string) (*corev1.ConfigMap, error) { return sel.configMaps[name], nil },
 		PolicyConfigMaps: func(context.Context) ([]corev1.ConfigMap, error) {
 			var out []corev1.ConfigMap
 			for _, cm := range sel.configMaps {
-				if cm.Labels[LabelPolicy] == "true" && !strings.HasPrefix(cm.Name, "argocd-") {
+				if policyLabelled(cm.Labels) {
 					out = append(out, *cm)
 				}
 			}

@@ -20,6 +20,10 @@ import (
 // LabelPolicy marks a policy ConfigMap.
 const LabelPolicy = "gatehouse.io/policy"
 
+// policyLabelled reports whether a ConfigMap's labels mark it as policy, as
+// the controller reads them (by label alone).
+func policyLabelled(labels map[string]string) bool { return labels[LabelPolicy] == "true" }
+
 // ConfigObjects is how the rules for Gatehouse's own configuration objects
 // see the cluster. Every function may be nil; the checks that need it are
 // then skipped.
@@ -155,7 +159,7 @@ func (r *ConfigRules) ConfigMap(ctx context.Context, op Operation, cm *corev1.Co
 		return r.argocdCM(ctx, cm)
 	case cm.Name == extconfig.GatehouseConfigMap:
 		return r.extensionsConfigMap(ctx, cm)
-	case cm.Labels[LabelPolicy] == "true":
+	case policyLabelled(cm.Labels):
 		return r.policyConfigMap(ctx, cm)
 	}
 	return allow(), nil

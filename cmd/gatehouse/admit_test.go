@@ -236,6 +236,8 @@ func TestAdmitConfigObjects(t *testing.T) {
 		{"nor is one named as Argo CD's", fmt.Sprintf(policy, "argocd-p", "argocd", "x: y\n"), 0, nil},
 		{"two policy ConfigMaps that set the same data: a warning on each", docs(fmt.Sprintf(policy, "p1", "argocd", grants), fmt.Sprintf(policy, "p2", "argocd", grants)), 0,
 			[]string{"ALLOW ConfigMap argocd/p1", "WARN ConfigMap argocd/p1: together with the other policy ConfigMaps", "ALLOW ConfigMap argocd/p2", "WARN ConfigMap argocd/p2: together with the other policy ConfigMaps"}},
+		{"one named as Argo CD's is not reviewed, but the controller compiles it, so it collides", docs(fmt.Sprintf(policy, "argocd-p", "argocd", grants), fmt.Sprintf(policy, "p1", "argocd", grants)), 0,
+			[]string{"ALLOW ConfigMap argocd/p1", "WARN ConfigMap argocd/p1: together with the other policy ConfigMaps"}},
 		{"a PolicyBundle whose Secret is in the input", docs(fmt.Sprintf(bundle, "PolicyBundle", "argocd"), fmt.Sprintf(secret, "kubernetes.io/basic-auth", "username: u, password: p")), 0,
 			[]string{"ALLOW PolicyBundle argocd/b"}},
 		{"a PolicyBundle whose Secret is not", fmt.Sprintf(bundle, "PolicyBundle", "argocd"), 0,

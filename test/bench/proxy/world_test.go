@@ -163,8 +163,8 @@ func wrkScript(dir string, toks []string) (string, error) { return wrkPacedScrip
 
 // wrkPacedScript is wrkScript with each connection pausing after every
 // answer, for pauseMS milliseconds on average, so the request rate is about
-// connections / (pause + latency) (see pacedRate, which finds the pause for
-// a rate). Each pause is drawn uniformly from 0 to twice the mean, or the
+// connections / (pause + latency) (see pacedScript, which finds the pause
+// for a rate). Each pause is drawn uniformly from 0 to twice the mean, or the
 // connections would fall into step and arrive in bursts; wrk takes whole
 // milliseconds, so the draw is rounded, which keeps a fractional mean.
 func wrkPacedScript(dir string, toks []string, pauseMS float64) (string, error) {
