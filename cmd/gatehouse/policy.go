@@ -66,6 +66,7 @@ cannot be read or does not compile.`,
 func newPolicyImportCasbinCommand() *cobra.Command {
 	var o casbin.Options
 	var allowPartial bool
+	var projectPaths []string
 	cmd := &cobra.Command{
 		Use:   "import-casbin FILE",
 		Short: "Convert Argo CD RBAC (policy.csv) into the default policy's data",
@@ -79,7 +80,14 @@ none is dropped silently.
 A line that makes Argo CD refuse the whole policy (a g line with four fields,
 an unknown line type, broken CSV) fails the import with exit status 1 and
 prints no data; --allow-partial prints the data of the other lines and exits
-0. Use - to read standard input.`,
+0. Use - to read standard input.
+
+Argo CD adds the roles of an AppProject (spec.roles: their policies, and a
+g line for each of their groups) to the policy for checks on that project's
+Applications. Give the AppProjects with --projects (files or directories of
+manifests, as kubectl apply -R -f reads them, or the output of kubectl get
+appprojects -n argocd -o yaml) so that the import holds them too; without
+them, what project roles allow is denied, and what they deny is allowed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := cmd.InOrStdin()
@@ -90,6 +98,13 @@ prints no data; --allow-partial prints the data of the other lines and exits
 				}
 				defer f.Close()
 				r = f
+			}
+			if len(projectPaths) > 0 {
+				projects, err := readAppProjects(cmd.Context(), projectPaths, o.ControlPlaneNamespace, cmd.InOrStdin(), cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				o.Projects = projects
 			}
 			res, err := casbin.Import(r, o)
 			if err != nil {
@@ -114,6 +129,7 @@ prints no data; --allow-partial prints the data of the other lines and exits
 	cmd.Flags().StringVar(&o.MatchMode, "match-mode", "", `Argo CD's policy.matchMode: "glob" (default) or "regex"`)
 	cmd.Flags().StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", "argocd", "Argo CD's namespace")
 	cmd.Flags().BoolVar(&o.NoBuiltin, "no-builtin", false, "leave out Argo CD's built-in roles role:readonly and role:admin (Argo CD always has them)")
+	cmd.Flags().StringArrayVar(&projectPaths, "projects", nil, "AppProject manifests (file or directory, repeatable) whose spec.roles Argo CD adds for checks on their Applications")
 	cmd.Flags().BoolVar(&allowPartial, "allow-partial", false, "print the data of the lines Argo CD accepts even when others make it refuse the policy")
 	return cmd
 }

@@ -25,6 +25,32 @@ func TestPolicyCommands(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "p.rego"), []byte("package x\nallow if {"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	projects := filepath.Join(dir, "projects.yaml")
+	if err := os.WriteFile(projects, []byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: argoproj.io/v1alpha1
+  kind: AppProject
+  metadata: {name: team-a, namespace: argocd}
+  spec:
+    roles:
+    - name: viewer
+      groups: [dev]
+      policies: ["p, proj:team-a:viewer, applications, get, team-a/*, allow"]
+- apiVersion: argoproj.io/v1alpha1
+  kind: AppProject
+  metadata: {name: team-b, namespace: elsewhere}
+  spec: {roles: [{name: r, groups: [ops]}]}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: cm}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	twice := filepath.Join(dir, "twice.yaml")
+	if err := os.WriteFile(twice, []byte("apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team-a}\n---\napiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team-a, namespace: argocd}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []cliCase{
 		{"shipped policy's Rego tests pass", []string{"policy", "test", "../../policies/extensions"}, 0, "PASS", ""},
 		{"a policy that does not compile fails the test run", []string{"policy", "test", broken}, 2, "", "p.rego"},
@@ -36,6 +62,9 @@ func TestPolicyCommands(t *testing.T) {
 		{"import-casbin lists what it skipped", []string{"policy", "import-casbin", csv}, 0, `"role:dev"`, "line 3"},
 		{"import-casbin fails a policy Argo CD refuses", []string{"policy", "import-casbin", refused}, 1, "", "--allow-partial"},
 		{"import-casbin --allow-partial converts the other lines", []string{"policy", "import-casbin", "--allow-partial", refused}, 0, `"role:dev"`, "line 1: g, bob, role:dev, extra"},
+		{"import-casbin holds AppProject roles", []string{"policy", "import-casbin", "--projects", projects, csv}, 0, `"proj:team-a:viewer (AppProject team-a)"`, "Argo CD reads AppProjects only from its own (argocd)"},
+		{"import-casbin names an object that is no AppProject", []string{"policy", "import-casbin", "--projects", projects, csv}, 0, `"dev": [`, `ConfigMap "cm" is not an AppProject`},
+		{"import-casbin refuses an AppProject given twice", []string{"policy", "import-casbin", "--projects", twice, csv}, 2, "", "give each AppProject once"},
 		{"import-casbin of a missing file", []string{"policy", "import-casbin", filepath.Join(dir, "nope.csv")}, 2, "", "nope.csv"},
 	}
 	runCLICases(t, tests)

@@ -3,6 +3,7 @@ package casbin
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,5 +131,51 @@ func TestImportDoesNotBindRoleNames(t *testing.T) {
 func TestImportRefusesUnknownMatchMode(t *testing.T) {
 	if _, err := Import(strings.NewReader(""), Options{MatchMode: "regexp"}); err == nil {
 		t.Fatal("match mode regexp accepted")
+	}
+}
+
+// AppProject roles: what the report says of their lines. What they decide
+// is held to Argo CD's enforcer in test/casbindiff.
+func TestImportProjects(t *testing.T) {
+	csv := "p, role:ext, extensions, invoke, *, allow\ng, dev, role:ext\n"
+	for _, c := range []struct {
+		name     string
+		roles    []ProjectRole
+		role     string // a role the import must make
+		report   string // in the report
+		partial  bool
+		noReport string // not in the report
+	}{
+		{name: "a group's project role", roles: []ProjectRole{{Name: "viewer", Groups: []string{"dev"}, Policies: []string{"p, proj:team-a:viewer, applications, get, team-a/*, allow"}}},
+			role: "proj:team-a:viewer (AppProject team-a)", report: `"<subject> (AppProject <project>)"`, noReport: "projects, get"},
+		{name: "a global role reached through the project", roles: []ProjectRole{{Name: "r", Policies: []string{"g, ops, role:readonly"}}},
+			role: "role:readonly (project team-a)"},
+		{name: "extensions lines never apply", roles: []ProjectRole{{Name: "r", Policies: []string{"p, dev, extensions, invoke, *, allow"}}},
+			report: "AppProject team-a, role r, policies[0]: p, dev, extensions, invoke, *, allow\n    Argo CD adds AppProject team-a's roles only to checks on the project's Applications"},
+		{name: "a line Argo CD cannot load leaves out the project, not the policy", roles: []ProjectRole{{Name: "r", Groups: []string{"dev"}, Policies: []string{"p, x, applications, get"}}},
+			report: "Argo CD cannot load the roles of AppProject team-a because of this line (a p line has 4 fields, want 6)", noReport: "Argo CD refuses the whole policy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Import(strings.NewReader(csv), Options{Projects: []Project{{Name: "team-a", Roles: c.roles}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := res.WriteReport(&b); err != nil {
+				t.Fatal(err)
+			}
+			if res.Partial() != c.partial {
+				t.Errorf("partial %v, want %v", res.Partial(), c.partial)
+			}
+			if _, ok := res.Data.Roles[c.role]; c.role != "" && !ok {
+				t.Errorf("no role %q; roles: %v", c.role, slices.Sorted(maps.Keys(res.Data.Roles)))
+			}
+			if !strings.Contains(b.String(), c.report) {
+				t.Errorf("report lacks %q:\n%s", c.report, b.String())
+			}
+			if c.noReport != "" && strings.Contains(b.String(), c.noReport) {
+				t.Errorf("report has %q:\n%s", c.noReport, b.String())
+			}
+		})
 	}
 }

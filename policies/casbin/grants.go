@@ -18,6 +18,8 @@ type grants struct {
 	m     matcher
 	rep   *report
 	roles map[string]*policies.Role
+	// project names the AppProject whose roles' lines these are, if any.
+	project string
 }
 
 func (g *grants) role(sub string) *policies.Role {
@@ -52,7 +54,9 @@ func (g *grants) translate(p policyLine) {
 	if appGet {
 		g.applications(p)
 	}
-	if extInvoke {
+	if extInvoke && g.project != "" {
+		g.rep.notConverted(p.Line, p.builtin, "Argo CD adds AppProject %s's roles only to checks on the project's Applications; it checks %s/%s without a project, so this line never applies there", g.project, resExtensions, actInvoke)
+	} else if extInvoke {
 		g.extensions(p)
 	}
 }

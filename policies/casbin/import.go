@@ -7,9 +7,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// Import converts policy.csv read from r, in four steps: read the lines as
-// Argo CD's adapter does, translate the p lines into grants, resolve who
-// holds which role, and report.
+// Import converts policy.csv read from r, with the roles of the
+// AppProjects in opts, in four steps: read the lines as Argo CD's adapter
+// does, translate the p lines into grants, resolve who holds which role,
+// and report.
 func Import(r io.Reader, opts Options) (*Result, error) {
 	m, err := newMatcher(opts.MatchMode)
 	if err != nil {
@@ -24,8 +25,16 @@ func Import(r io.Reader, opts Options) (*Result, error) {
 	for _, l := range p.ps {
 		g.translate(l)
 	}
-	s := newSubjects(p, g.roles, opts.DefaultRole, rep)
+	var projects []*projectPolicy
+	for _, pr := range opts.Projects {
+		if pp := readProject(pr, rep); pp != nil {
+			translateProject(pp, m, rep)
+			projects = append(projects, pp)
+		}
+	}
+	s := newSubjects(p, projects, g.roles, opts.DefaultRole, rep)
 	s.bind(p, opts.DefaultRole)
+	s.bindProjects(projects, opts.DefaultRole)
 	data := s.data
 	data.Config.ControlPlaneNamespace = opts.ControlPlaneNamespace
 	if data.Config.ControlPlaneNamespace == "" {
@@ -34,7 +43,7 @@ func Import(r io.Reader, opts Options) (*Result, error) {
 	yes := true
 	data.Config.RequireApplicationGet = &yes
 	data.Config.DenyScope = policies.DenyScopeSubject
-	notes(rep, m, s)
+	notes(rep, m, s, len(opts.Projects) > 0)
 	if err := validate(data); err != nil {
 		return nil, err
 	}
@@ -42,7 +51,7 @@ func Import(r io.Reader, opts Options) (*Result, error) {
 }
 
 // notes explains the choices that hold for every policy.
-func notes(rep *report, m matcher, s *subjects) {
+func notes(rep *report, m matcher, s *subjects, withProjects bool) {
 	general := []string{
 		`denyScope is "subject", as Argo CD judges policy.default, the user and each group apart: a deny in one group's roles does not take away what another grants. Set it to "all" to make any deny win.`,
 		"Casbin does not tell users from groups, so every name on the left of a g line is bound both as a user (by id) and as a group; remove the binding that does not apply.",
@@ -50,6 +59,12 @@ func notes(rep *report, m matcher, s *subjects) {
 	}
 	if len(s.confinedNames) > 0 {
 		general = append(general, "Project role tokens (proj:<project>:<role>) may view only their project's Applications, as in Argo CD: their roles are copies limited to that project.")
+	}
+	switch {
+	case !withProjects:
+		general = append(general, "No AppProjects were given (--projects): Argo CD adds each project's roles (spec.roles) to checks on its Applications, so the import denies what they allow, and allows what they deny. Give them to import their roles.")
+	case s.boundProjectRoles():
+		general = append(general, `AppProject roles hold only on their project's Applications, as in Argo CD: "<subject> (AppProject <project>)" holds the project's lines for a subject, "<role> (project <project>)" a role reached only through them.`)
 	}
 	if m.regex {
 		general = append(general, "policy.matchMode is regex: each regular expression is written as the glob that matches the same names.")

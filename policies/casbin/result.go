@@ -20,15 +20,27 @@ type Options struct {
 	MatchMode string
 	// ControlPlaneNamespace is Argo CD's namespace (default "argocd").
 	ControlPlaneNamespace string
+	// Projects are the AppProjects of Argo CD's namespace, whose roles
+	// Argo CD adds to the policy for checks on their Applications.
+	Projects []Project
 	// NoBuiltin leaves out Argo CD's built-in roles (role:readonly,
 	// role:admin), which Argo CD always loads.
 	NoBuiltin bool
 }
 
-// Line is one line of the input.
+// Line is one line of the input: of policy.csv (by number), or of an
+// AppProject's roles (by Source).
 type Line struct {
-	Number int    `json:"line"`
+	Number int    `json:"line,omitempty"`
+	Source string `json:"source,omitempty"`
 	Text   string `json:"text"`
+}
+
+func (l Line) where() string {
+	if l.Source != "" {
+		return l.Source
+	}
+	return fmt.Sprintf("line %d", l.Number)
 }
 
 // Skipped is a line, and what became of it.
@@ -94,7 +106,17 @@ func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
-// result sorts every list by line; a line reported twice for one reason
+// merge adds the lists of another report.
+func (r *report) merge(o *report) {
+	r.refusedLines = append(r.refusedLines, o.refusedLines...)
+	r.stricter = append(r.stricter, o.stricter...)
+	r.unconverted = append(r.unconverted, o.unconverted...)
+	r.ignoredLines = append(r.ignoredLines, o.ignoredLines...)
+	r.notes = append(r.notes, o.notes...)
+}
+
+// result sorts every list by line (policy.csv's first, then the
+// AppProjects' in input order); a line reported twice for one reason
 // (a p line that grants both resources) is listed once.
 func (r *report) result(data policies.Data) *Result {
 	return &Result{
@@ -108,7 +130,13 @@ func (r *report) result(data policies.Data) *Result {
 }
 
 func byLine(list []Skipped) []Skipped {
-	sort.SliceStable(list, func(i, j int) bool { return list[i].Number < list[j].Number })
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if (a.Source == "") != (b.Source == "") {
+			return a.Source == ""
+		}
+		return a.Number < b.Number
+	})
 	out := list[:0]
 	for i, s := range list {
 		if i > 0 && s == list[i-1] {
@@ -138,7 +166,7 @@ func (r *Result) WriteReport(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%s:\n", title)
 		for _, s := range list {
-			fmt.Fprintf(&b, "  line %d: %s\n    %s\n", s.Number, s.Text, s.Reason)
+			fmt.Fprintf(&b, "  %s: %s\n    %s\n", s.where(), s.Text, s.Reason)
 		}
 	}
 	section("Argo CD refuses the whole policy because of", r.Refused)

@@ -57,20 +57,39 @@ type subjects struct {
 	// confinedNames holds the copies made for project role tokens, by role
 	// and project.
 	confinedNames map[[2]string]string
-	rep           *report
-	data          policies.Data
+	// projectNames holds the roles made for AppProjects' roles, by kind,
+	// casbin name and project ("" when there is nothing to hold).
+	projectNames map[[3]string]string
+	gs           []groupLine
+	// skippedRoleNames: a name starting with "role:" had something to hold
+	// and was not bound; notedRoleNames: the report says so.
+	skippedRoleNames, notedRoleNames bool
+	rep                              *report
+	data                             policies.Data
 }
 
 // emptySubjectRole names the role of the empty casbin subject.
 const emptySubjectRole = "(empty subject)"
 
-func newSubjects(p *parsed, roles map[string]*policies.Role, defaultRole string, rep *report) *subjects {
-	s := &subjects{graph: newRoleGraph(p.gs), roles: roles, names: map[string]string{}, confinedNames: map[[2]string]string{}, used: map[string]bool{defaultRole: true}, rep: rep}
+func newSubjects(p *parsed, projects []*projectPolicy, roles map[string]*policies.Role, defaultRole string, rep *report) *subjects {
+	s := &subjects{
+		graph: newRoleGraph(p.gs), gs: p.gs, roles: roles, names: map[string]string{},
+		confinedNames: map[[2]string]string{}, projectNames: map[[3]string]string{},
+		used: map[string]bool{defaultRole: true}, rep: rep,
+	}
 	for _, l := range p.ps {
 		s.used[l.sub] = true
 	}
 	for _, l := range p.gs {
 		s.used[l.member], s.used[l.role] = true, true
+	}
+	for _, pp := range projects {
+		for _, l := range pp.p.ps {
+			s.used[l.sub] = true
+		}
+		for _, l := range pp.p.gs {
+			s.used[l.member], s.used[l.role] = true, true
+		}
 	}
 	s.data = policies.Data{Roles: map[string]policies.Role{}}
 	s.data.Bindings.Users = map[string][]string{}
@@ -114,13 +133,9 @@ func (s *subjects) rolesOf(name string) []string {
 // left of a g line also as a group, as Argo CD consults only those groups.
 // Names starting with "role:" are left out.
 func (s *subjects) bind(p *parsed, defaultRole string) {
-	skippedRoleNames := false
 	bindable := func(name string) bool {
-		if strings.HasPrefix(name, "role:") {
-			skippedRoleNames = true
-			return false
-		}
-		return name != "" // the empty subject is everyone's: see defaults
+		s.skippedRoleNames = s.skippedRoleNames || strings.HasPrefix(name, "role:")
+		return bindableName(name)
 	}
 	for name := range s.graph.edges {
 		if !bindable(name) {
@@ -139,10 +154,24 @@ func (s *subjects) bind(p *parsed, defaultRole string) {
 			}
 		}
 	}
-	if skippedRoleNames {
+	s.noteRoleNames()
+	s.defaults(p, defaultRole)
+}
+
+// noteRoleNames says, once, that names starting with "role:" were left
+// unbound.
+func (s *subjects) noteRoleNames() {
+	if s.skippedRoleNames && !s.notedRoleNames {
+		s.notedRoleNames = true
 		s.rep.note(`Names starting with "role:" are not bound as users or groups, though casbin would let a user or group of that name hold the role.`)
 	}
-	s.defaults(p, defaultRole)
+}
+
+// bindableName reports whether a casbin name is bound as a user or group:
+// not one starting with "role:", and not the empty subject, which is
+// everyone's (see defaults).
+func bindableName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "role:")
 }
 
 // defaults gives every user policy.default's roles and the empty

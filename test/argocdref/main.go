@@ -48,9 +48,22 @@ type Case struct {
 	MatchMode   string `json:"matchMode,omitempty"`
 	// Namespace is Argo CD's control-plane namespace.
 	Namespace string `json:"namespace"`
-	// Projects are the AppProjects that exist (without roles).
-	Projects []string  `json:"projects"`
+	// Projects are the AppProjects that exist, with their roles.
+	Projects []Project `json:"projects"`
 	Requests []Request `json:"requests"`
+}
+
+// Project is an AppProject of the control-plane namespace.
+type Project struct {
+	Name  string `json:"name"`
+	Roles []Role `json:"roles,omitempty"`
+}
+
+// Role is one of an AppProject's spec.roles.
+type Role struct {
+	Name     string   `json:"name"`
+	Policies []string `json:"policies,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
 }
 
 // Request is one call of the extension proxy: a token's subject and groups,
@@ -216,10 +229,14 @@ func newEnforcer(c *Case) (enf *rbac.Enforcer, stop func(), refused string, err 
 	return enf, stop, "", nil
 }
 
-func projectLister(namespace string, names []string) applister.AppProjectNamespaceLister {
+func projectLister(namespace string, projects []Project) applister.AppProjectNamespaceLister {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, n := range names {
-		_ = idx.Add(&v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: namespace}})
+	for _, p := range projects {
+		proj := &v1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: namespace}}
+		for _, r := range p.Roles {
+			proj.Spec.Roles = append(proj.Spec.Roles, v1alpha1.ProjectRole{Name: r.Name, Policies: r.Policies, Groups: r.Groups})
+		}
+		_ = idx.Add(proj)
 	}
 	return applister.NewAppProjectLister(idx).AppProjects(namespace)
 }

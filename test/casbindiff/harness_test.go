@@ -79,8 +79,42 @@ type policyCase struct {
 	matchMode   string
 	// refused: Argo CD refuses the whole policy (checked unless random).
 	refused, random bool
+	// roles are the AppProjects' spec.roles, by project (of projects).
+	roles map[string][]casbin.ProjectRole
 	// pins are decisions the case is about, asserted on both sides.
 	pins []pin
+}
+
+// appProjects are the case's AppProjects, for the import and for Argo CD.
+func (c policyCase) appProjects() ([]casbin.Project, []argoProject) {
+	var ours []casbin.Project
+	var argo []argoProject
+	for _, name := range projects {
+		p := argoProject{Name: name}
+		for _, r := range c.roles[name] {
+			p.Roles = append(p.Roles, argoRole{Name: r.Name, Policies: r.Policies, Groups: r.Groups})
+		}
+		ours = append(ours, casbin.Project{Name: name, Roles: c.roles[name]})
+		argo = append(argo, p)
+	}
+	return ours, argo
+}
+
+// projectLines are the lines Argo CD adds for the case's projects
+// (AppProject.ProjectPoliciesString), for reading their g lines.
+func (c policyCase) projectLines() string {
+	var b strings.Builder
+	for _, name := range projects {
+		for _, r := range c.roles[name] {
+			for _, p := range r.Policies {
+				b.WriteString(p + "\n")
+			}
+			for _, g := range r.Groups {
+				fmt.Fprintf(&b, "g, %s, proj:%s:%s\n", g, name, r.Name)
+			}
+		}
+	}
+	return b.String()
 }
 
 // pin: Argo CD's and Gatehouse's decision for one request.
@@ -102,8 +136,9 @@ type outcome struct {
 // what Gatehouse denies and Argo CD allows, the report explains.
 func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	t.Helper()
+	ours, argoProjects := c.appProjects()
 	res, err := casbin.Import(strings.NewReader(c.csv), casbin.Options{
-		DefaultRole: c.defaultRole, MatchMode: c.matchMode, ControlPlaneNamespace: controlPlane,
+		DefaultRole: c.defaultRole, MatchMode: c.matchMode, ControlPlaneNamespace: controlPlane, Projects: ours,
 	})
 	if err != nil {
 		t.Fatalf("import: %v\npolicy:\n%s", err, c.csv)
@@ -112,7 +147,7 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	for _, p := range c.pins {
 		reqs = append(reqs, request{subject{p.user, p.groups}, p.app, p.ext})
 	}
-	ask := argoCase{DefaultRole: c.defaultRole, MatchMode: c.matchMode, Namespace: controlPlane, Projects: projects}
+	ask := argoCase{DefaultRole: c.defaultRole, MatchMode: c.matchMode, Namespace: controlPlane, Projects: argoProjects}
 	for _, r := range reqs {
 		ask.Requests = append(ask.Requests, argoRequest{Subject: r.id, Groups: r.groups, Project: r.project, AppNamespace: r.namespace, App: r.name, Extension: r.ext})
 	}
@@ -140,7 +175,7 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	if err := e.Load(context.Background(), policies.DefaultBundle(map[string]any{policies.DataKey: dataMap})); err != nil {
 		t.Fatalf("load imported data: %v", err)
 	}
-	g := groupsOf(casbin.BuiltinPolicy + "\n" + c.csv)
+	g := groupsOf(casbin.BuiltinPolicy + "\n" + c.csv + "\n" + c.projectLines())
 	var out outcome
 	for i, r := range reqs {
 		argo := ans.Decisions[i].ApplicationGet && ans.Decisions[i].ExtensionInvoke
@@ -154,8 +189,8 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 		}
 		switch {
 		case d.Allow && !argo:
-			t.Errorf("Gatehouse allows what Argo CD denies (applications, get: %v; extensions, invoke: %v): %s\npolicy (default %q, mode %q):\n%s",
-				ans.Decisions[i].ApplicationGet, ans.Decisions[i].ExtensionInvoke, r, c.defaultRole, c.matchMode, c.csv)
+			t.Errorf("Gatehouse allows what Argo CD denies (applications, get: %v; extensions, invoke: %v): %s\npolicy (default %q, mode %q):\n%s\nAppProject roles: %+v",
+				ans.Decisions[i].ApplicationGet, ans.Decisions[i].ExtensionInvoke, r, c.defaultRole, c.matchMode, c.csv, c.roles)
 		case !d.Allow && argo:
 			out.stricter++
 			why := explained(res, g, r, c.defaultRole)

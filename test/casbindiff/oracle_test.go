@@ -20,8 +20,19 @@ type argoCase struct {
 	DefaultRole string        `json:"defaultRole,omitempty"`
 	MatchMode   string        `json:"matchMode,omitempty"`
 	Namespace   string        `json:"namespace"`
-	Projects    []string      `json:"projects"`
+	Projects    []argoProject `json:"projects"`
 	Requests    []argoRequest `json:"requests"`
+}
+
+type argoProject struct {
+	Name  string     `json:"name"`
+	Roles []argoRole `json:"roles,omitempty"`
+}
+
+type argoRole struct {
+	Name     string   `json:"name"`
+	Policies []string `json:"policies,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
 }
 
 type argoRequest struct {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/policies/casbin"
 )
 
 // TestRandomPoliciesAgreeWithArgoCD compares random policies built from the
@@ -119,5 +121,47 @@ func randomPolicy(rng *rand.Rand, i int) policyCase {
 	}
 	rng.Shuffle(len(lines), func(a, b int) { lines[a], lines[b] = lines[b], lines[a] })
 	c.csv = strings.Join(lines, "\n")
+	if rng.IntN(2) == 0 {
+		c.roles = randomProjectRoles(rng, subjectOf, objects)
+	}
 	return c
+}
+
+// randomProjectRoles gives some of the projects roles: lines of any
+// subject (the role's own token, users, groups, roles), g lines, groups,
+// and now and then a line Argo CD cannot load.
+func randomProjectRoles(rng *rand.Rand, subjectOf func() string, objects []string) map[string][]casbin.ProjectRole {
+	out := map[string][]casbin.ProjectRole{}
+	for _, project := range projects {
+		for n := rng.IntN(3); n > 0; n-- {
+			r := casbin.ProjectRole{Name: pick(rng, "ci", "deploy", "viewer")}
+			token := "proj:" + project + ":" + r.Name
+			for k := rng.IntN(4); k > 0; k-- {
+				r.Groups = append(r.Groups, pick(rng, randomGroups...))
+			}
+			for k := 1 + rng.IntN(4); k > 0; k-- {
+				sub := subjectOf()
+				if rng.IntN(2) == 0 {
+					sub = token
+				}
+				switch rng.IntN(8) {
+				case 0:
+					r.Policies = append(r.Policies, fmt.Sprintf("g, %s, %s", sub, pick(rng, randomRoles...)))
+				case 1:
+					r.Policies = append(r.Policies, fmt.Sprintf("p, %s, extensions, invoke, %s, %s", sub, pick(rng, objects...), pick(rng, effects...)))
+				default:
+					obj := pick(rng, objects...)
+					if rng.IntN(2) == 0 {
+						obj = pick(rng, project+"/*", project+"/guestbook", "*/*")
+					}
+					r.Policies = append(r.Policies, fmt.Sprintf("p, %s, applications, get, %s, %s", sub, obj, pick(rng, effects...)))
+				}
+			}
+			if rng.IntN(20) == 0 {
+				r.Policies = append(r.Policies, pick(rng, "g, a, b, c", "p, x, applications, get", "q, y"))
+			}
+			out[project] = append(out[project], r)
+		}
+	}
+	return out
 }

@@ -119,9 +119,98 @@ var tricky = []policyCase{
 		pins: []pin{{user: "dave", app: inCP, ext: "metrics", argo: true, our: true}}},
 }
 
+// role is an AppProject role.
+func role(name string, groups []string, policies ...string) casbin.ProjectRole {
+	return casbin.ProjectRole{Name: name, Groups: groups, Policies: policies}
+}
+
+const extAll = "p, role:ext, extensions, invoke, *, allow\n"
+
+// AppProject roles: Argo CD adds a project's lines to the policy for checks
+// on the project's Applications (server/rbacpolicy EnforceClaims).
+var trickyProjects = []policyCase{
+	{name: "project role grants its groups the project", csv: extAll + "g, dev, role:ext\ng, ops, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("viewer", []string{"dev"}, "p, proj:team-a:viewer, applications, get, team-a/*, allow")}},
+		pins: []pin{
+			{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "bob", groups: []string{"dev"}, app: teamBApp, ext: "metrics", argo: false, our: false},
+			{user: "carol", groups: []string{"ops"}, app: inCP, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "project role's deny carves out an Application from a group", csv: extAll + "g, dev, role:ext\ng, dev, role:view\n" + viewAll,
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("no-api", []string{"dev"}, "p, proj:team-a:no-api, applications, get, team-a/api, deny")}},
+		pins: []pin{
+			{user: "bob", groups: []string{"dev"}, app: outCP, ext: "metrics", argo: false, our: false},
+			{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "project role's deny for a subject named in its policies", csv: extAll + "g, alice, role:ext\ng, alice, role:view\n" + viewAll,
+		roles: map[string][]casbin.ProjectRole{"team-b": {role("r", nil, "p, alice, applications, get, team-b/*, deny")}},
+		pins: []pin{
+			{user: "alice", app: teamBApp, ext: "metrics", argo: false, our: false},
+			{user: "alice", app: inCP, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "project group reaches a global role on the project only", csv: extAll + viewAll + "g, dev, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("r", []string{"contractors"}, "g, contractors, role:view", "g, contractors, role:ext")}},
+		pins: []pin{
+			{user: "erin", groups: []string{"contractors"}, app: inCP, ext: "metrics", argo: false, our: false},
+			{user: "erin", groups: []string{"contractors", "dev"}, app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "erin", groups: []string{"contractors", "dev"}, app: teamBApp, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "group with grants of its own, judged only on the project", csv: "p, ops, applications, get, */*, allow\n" + extAll + "g, alice, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-b": {role("r", []string{"ops"})}},
+		pins: []pin{
+			{user: "alice", groups: []string{"ops"}, app: teamBApp, ext: "metrics", argo: true, our: true},
+			{user: "alice", groups: []string{"ops"}, app: inCP, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "project token with its role's policies", csv: "p, proj:team-a:ci, extensions, invoke, metrics, allow",
+		roles: map[string][]casbin.ProjectRole{
+			"team-a": {role("ci", nil, "p, proj:team-a:ci, applications, get, team-a/*, allow", "p, proj:team-a:ci, applications, get, team-b/*, allow")},
+			"team-b": {role("deploy", nil, "p, proj:team-a:ci, applications, get, team-b/*, allow")},
+		},
+		pins: []pin{
+			{user: "proj:team-a:ci", app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "proj:team-a:ci", app: teamBApp, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "project lines never grant extensions", csv: "p, alice, applications, get, */*, allow",
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("r", []string{"dev"}, "p, alice, extensions, invoke, *, allow", "p, dev, *, *, *, allow")}},
+		pins:  []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "a broken line drops every role of its project", csv: extAll + "g, dev, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-a": {
+			role("ok", []string{"dev"}, "p, proj:team-a:ok, applications, get, team-a/*, allow"),
+			role("broken", nil, "g, a, b, c"),
+		}},
+		pins: []pin{{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "line break inside a policy", csv: extAll + "g, dev, role:ext\ng, alice, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("r", []string{"dev"}, "p, alice, applications, get, team-a/*, allow\n# comment\np, proj:team-a:r, applications, get, team-a/*, allow")}},
+		pins: []pin{
+			{user: "alice", app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "line break inside a group name drops the project", csv: extAll + "g, alice, role:ext",
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("r", []string{"dev\n# comment"}, "p, alice, applications, get, team-a/*, allow")}},
+		pins:  []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "policy.default and a project's lines", defaultRole: "role:base", csv: extAll + "g, alice, role:ext\np, role:base, applications, get, team-b/*, allow",
+		roles: map[string][]casbin.ProjectRole{
+			"team-a": {role("r", nil, "p, role:base, applications, get, team-a/*, allow")},
+			"team-b": {role("r", nil, "p, role:base, applications, get, team-b/secret-*, deny")},
+		},
+		pins: []pin{
+			{user: "alice", app: inCP, ext: "metrics", argo: true, our: false},
+			{user: "alice", app: teamBApp, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "project role reaches a long chain", csv: chain(9),
+		roles: map[string][]casbin.ProjectRole{"team-a": {role("r", []string{"dev"}, "g, dev, alice")}},
+		pins: []pin{
+			{user: "bob", groups: []string{"dev"}, app: inCP, ext: "metrics", argo: false, our: false},
+			{user: "alice", app: inCP, ext: "metrics", argo: true, our: true},
+		}},
+	{name: "regex mode with project lines", matchMode: "regex", csv: "p, alice, extensions, invoke, .*, allow\np, bob, extensions, invoke, .*, allow",
+		roles: map[string][]casbin.ProjectRole{"team-b": {role("r", nil, "p, alice, applications, get, ^team-b/secret, allow", "p, bob, applications, get, (, allow")}},
+		pins:  []pin{{user: "alice", app: teamBApp, ext: "metrics", argo: true, our: true}}},
+}
+
 func TestImportAgreesWithArgoCD(t *testing.T) {
 	o := argoCD(t)
-	for _, c := range tricky {
+	for _, c := range append(tricky, trickyProjects...) {
 		t.Run(c.name, func(t *testing.T) {
 			out := compare(t, o, c, everyone)
 			t.Logf("%d requests: Argo CD allows %d, Gatehouse denies %d of them (reported)", out.requests, out.allowed, out.stricter)
