@@ -13,6 +13,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Connections that never start TLS are held for HandshakeTimeout at most,
@@ -159,4 +164,36 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A client that completes TLS and then holds no stream is let go after
+// IdleConnectionTimeout (its pings do not keep it); an agent holding its
+// CommandChannel is not, however long it has been connected.
+func TestConnectionsWithoutAStreamAreClosed(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.IdleConnectionTimeout = 300 * time.Millisecond })
+	agent, _ := h.connect("token-a", nil)
+	cfg := &tls.Config{RootCAs: h.ca.pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	cc, err := grpc.NewClient(h.addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, PermitWithoutStream: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cc.Connect()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			t.Fatalf("the idle client never connected (state %v)", s)
+		}
+	}
+	if !cc.WaitForStateChange(ctx, connectivity.Ready) {
+		t.Fatal("a connection without a stream is still open after 30s, want it closed after IdleConnectionTimeout (300ms)")
+	}
+	// The agent connected first, so it has been idle-eligible for longer.
+	select {
+	case err := <-agent.err:
+		t.Fatalf("an agent holding its CommandChannel was disconnected: %v", err)
+	default:
+	}
 }

@@ -43,6 +43,12 @@ const (
 	// in milliseconds; what lingers is a scanner or an attack.
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxHandshakes    = 256
+	// DefaultIdleConnectionTimeout closes a connection that has held no
+	// stream for this long. An agent always holds its CommandChannel, and
+	// reconnects at once if its connection goes; a connection without one
+	// is a client that completed TLS and then sat there (pings alone do
+	// not keep it).
+	DefaultIdleConnectionTimeout = 5 * time.Minute
 
 	// The limits are the agents' own (snapshot's defaults), so a snapshot
 	// the server publishes is one agents will take.
@@ -109,6 +115,9 @@ type Options struct {
 	// one ends, and wait in the listen backlog.
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
+	// IdleConnectionTimeout closes a connection without a stream (default
+	// DefaultIdleConnectionTimeout).
+	IdleConnectionTimeout time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Registerer, if set, gets the server's metrics.
@@ -155,6 +164,9 @@ func (o *Options) complete() error {
 	}
 	if o.MaxHandshakes <= 0 {
 		o.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if o.IdleConnectionTimeout <= 0 {
+		o.IdleConnectionTimeout = DefaultIdleConnectionTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -222,8 +234,9 @@ func New(o Options) (*Server, error) {
 			return nil, status.Error(codes.Unimplemented, "the agent service has no unary methods")
 		}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
-			Time:    max(o.KeepaliveInterval, minPingInterval),
-			Timeout: pingTimeout,
+			Time:              max(o.KeepaliveInterval, minPingInterval),
+			Timeout:           pingTimeout,
+			MaxConnectionIdle: o.IdleConnectionTimeout,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             minPingInterval,
