@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"regexp"
 
 	"github.com/spf13/cobra"
@@ -67,8 +67,9 @@ func newPolicyImportCasbinCommand() *cobra.Command {
 	var o casbin.Options
 	var allowPartial bool
 	var projectPaths []string
+	var rbacConfigMap string
 	cmd := &cobra.Command{
-		Use:   "import-casbin FILE",
+		Use:   "import-casbin [FILE]",
 		Short: "Convert Argo CD RBAC (policy.csv) into the default policy's data",
 		Long: `Convert Argo CD RBAC lines (p and g; resources extensions and applications;
 globs or regular expressions; allow and deny) into data for the default
@@ -77,10 +78,16 @@ Argo CD's extension proxy denies. On stderr, a report lists every line
 Gatehouse is stricter about than Argo CD, every line left out and why —
 none is dropped silently.
 
+FILE is policy.csv (- reads standard input). Or give argocd-rbac-cm itself
+with --rbac-configmap (a manifest, such as the output of kubectl get
+configmap argocd-rbac-cm -n argocd -o yaml), and the import reads it as
+Argo CD does: policy.csv, then every policy.<name>.csv key in key order,
+policy.default and policy.matchMode.
+
 A line that makes Argo CD refuse the whole policy (a g line with four fields,
 an unknown line type, broken CSV) fails the import with exit status 1 and
 prints no data; --allow-partial prints the data of the other lines and exits
-0. Use - to read standard input.
+0.
 
 Argo CD adds the roles of an AppProject (spec.roles: their policies, and a
 g line for each of their groups) to the policy for checks on that project's
@@ -88,16 +95,14 @@ Applications. Give the AppProjects with --projects (files or directories of
 manifests, as kubectl apply -R -f reads them, or the output of kubectl get
 appprojects -n argocd -o yaml) so that the import holds them too; without
 them, what project roles allow is denied, and what they deny is allowed.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := cmd.InOrStdin()
-			if args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return fmt.Errorf("read RBAC policy: %w", err)
-				}
-				defer f.Close()
-				r = f
+			r, name, err := importCasbinInput(cmd, args, rbacConfigMap, &o)
+			if err != nil {
+				return err
+			}
+			if c, ok := r.(io.Closer); ok {
+				defer func() { _ = c.Close() }()
 			}
 			if len(projectPaths) > 0 {
 				projects, err := readAppProjects(cmd.Context(), projectPaths, o.ControlPlaneNamespace, cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -108,7 +113,7 @@ them, what project roles allow is denied, and what they deny is allowed.`,
 			}
 			res, err := casbin.Import(r, o)
 			if err != nil {
-				return fmt.Errorf("import %s: %w", args[0], err)
+				return fmt.Errorf("import %s: %w", name, err)
 			}
 			if err := res.WriteReport(cmd.ErrOrStderr()); err != nil {
 				return err
@@ -125,6 +130,7 @@ them, what project roles allow is denied, and what they deny is allowed.`,
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&rbacConfigMap, "rbac-configmap", "", "argocd-rbac-cm as a manifest (file or -), read as Argo CD reads it, instead of FILE, --default-role and --match-mode")
 	cmd.Flags().StringVar(&o.DefaultRole, "default-role", "", "Argo CD's policy.default (e.g. role:readonly)")
 	cmd.Flags().StringVar(&o.MatchMode, "match-mode", "", `Argo CD's policy.matchMode: "glob" (default) or "regex"`)
 	cmd.Flags().StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", "argocd", "Argo CD's namespace")

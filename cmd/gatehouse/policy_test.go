@@ -51,6 +51,23 @@ items:
 	if err := os.WriteFile(twice, []byte("apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team-a}\n---\napiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team-a, namespace: argocd}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rbacCM := filepath.Join(dir, "argocd-rbac-cm.yaml")
+	if err := os.WriteFile(rbacCM, []byte(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-rbac-cm, namespace: argocd}
+data:
+  policy.default: role:readonly
+  policy.matchMode: Regex
+  policy.csv: |
+    p, role:dev, extensions, invoke, metrics, allow
+  policy.team-b.csv: |
+    g, alice, role:dev
+    g, bob, role:dev, extra
+  policy.csv.bak: |
+    p, eve, extensions, invoke, *, allow
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []cliCase{
 		{"shipped policy's Rego tests pass", []string{"policy", "test", "../../policies/extensions"}, 0, "PASS", ""},
 		{"a policy that does not compile fails the test run", []string{"policy", "test", broken}, 2, "", "p.rego"},
@@ -65,6 +82,13 @@ items:
 		{"import-casbin holds AppProject roles", []string{"policy", "import-casbin", "--projects", projects, csv}, 0, `"proj:team-a:viewer (AppProject team-a)"`, "Argo CD reads AppProjects only from its own (argocd)"},
 		{"import-casbin names an object that is no AppProject", []string{"policy", "import-casbin", "--projects", projects, csv}, 0, `"dev": [`, `ConfigMap "cm" is not an AppProject`},
 		{"import-casbin refuses an AppProject given twice", []string{"policy", "import-casbin", "--projects", twice, csv}, 2, "", "give each AppProject once"},
+		{"import-casbin reads argocd-rbac-cm as Argo CD does", []string{"policy", "import-casbin", "--rbac-configmap", rbacCM, "--allow-partial"}, 0, `"alice": [`, "policy.team-b.csv, line 2: g, bob, role:dev, extra"},
+		{"import-casbin from argocd-rbac-cm takes policy.default", []string{"policy", "import-casbin", "--rbac-configmap", rbacCM, "--allow-partial"}, 0, `"defaultRoles": [`, `policy.matchMode is "Regex", not exactly "regex"`},
+		{"import-casbin from argocd-rbac-cm refuses what Argo CD refuses", []string{"policy", "import-casbin", "--rbac-configmap", rbacCM}, 1, "", "--allow-partial"},
+		{"import-casbin wants FILE or --rbac-configmap", []string{"policy", "import-casbin"}, 2, "", "give policy.csv as FILE, or argocd-rbac-cm with --rbac-configmap"},
+		{"import-casbin refuses FILE and --rbac-configmap together", []string{"policy", "import-casbin", "--rbac-configmap", rbacCM, csv}, 2, "", "not both"},
+		{"import-casbin reads policy.default from the ConfigMap", []string{"policy", "import-casbin", "--rbac-configmap", rbacCM, "--default-role", "role:admin"}, 2, "", "--default-role is read from the ConfigMap"},
+		{"import-casbin wants a ConfigMap", []string{"policy", "import-casbin", "--rbac-configmap", projects}, 2, "", "want exactly one ConfigMap"},
 		{"import-casbin of a missing file", []string{"policy", "import-casbin", filepath.Join(dir, "nope.csv")}, 2, "", "nope.csv"},
 	}
 	runCLICases(t, tests)

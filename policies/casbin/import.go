@@ -16,7 +16,7 @@ func Import(r io.Reader, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{}
+	rep := &report{notes: opts.notes}
 	p, err := parsePolicy(r, opts, rep)
 	if err != nil {
 		return nil, err

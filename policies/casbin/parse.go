@@ -41,10 +41,21 @@ func parsePolicy(r io.Reader, opts Options, rep *report) (*parsed, error) {
 	if err := p.read(r, false, rep); err != nil {
 		return nil, fmt.Errorf("read policy: %w", err)
 	}
+	// Argo CD joins the keys with line breaks, and reads every line alone:
+	// reading each key apart is the same, and the report can name it.
+	for _, f := range opts.Extra {
+		if err := p.scan(strings.NewReader(f.Text), f.Name, false, rep); err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Name, err)
+		}
+	}
 	return p, nil
 }
 
 func (p *parsed) read(r io.Reader, builtin bool, rep *report) error {
+	return p.scan(r, "", builtin, rep)
+}
+
+func (p *parsed) scan(r io.Reader, source string, builtin bool, rep *report) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -52,7 +63,7 @@ func (p *parsed) read(r io.Reader, builtin bool, rep *report) error {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		p.line(Line{Number: n, Text: text}, builtin, rep)
+		p.line(Line{Number: n, Source: source, Text: text}, builtin, rep)
 	}
 	return sc.Err()
 }

@@ -20,15 +20,21 @@ type Options struct {
 	MatchMode string
 	// ControlPlaneNamespace is Argo CD's namespace (default "argocd").
 	ControlPlaneNamespace string
+	// Extra are the other policy.<name>.csv keys of argocd-rbac-cm, in the
+	// order Argo CD appends them to policy.csv (see FromConfigMap).
+	Extra []PolicyFile
 	// Projects are the AppProjects of Argo CD's namespace, whose roles
 	// Argo CD adds to the policy for checks on their Applications.
 	Projects []Project
+	// notes are FromConfigMap's, for the report.
+	notes []string
 	// NoBuiltin leaves out Argo CD's built-in roles (role:readonly,
 	// role:admin), which Argo CD always loads.
 	NoBuiltin bool
 }
 
-// Line is one line of the input: of policy.csv (by number), or of an
+// Line is one line of the input: of policy.csv (by number), of another
+// key of argocd-rbac-cm (Source is the key, and the number), or of an
 // AppProject's roles (by Source).
 type Line struct {
 	Number int    `json:"line,omitempty"`
@@ -37,10 +43,13 @@ type Line struct {
 }
 
 func (l Line) where() string {
-	if l.Source != "" {
-		return l.Source
+	switch {
+	case l.Source == "":
+		return fmt.Sprintf("line %d", l.Number)
+	case l.Number > 0:
+		return fmt.Sprintf("%s, line %d", l.Source, l.Number)
 	}
-	return fmt.Sprintf("line %d", l.Number)
+	return l.Source
 }
 
 // Skipped is a line, and what became of it.
@@ -115,8 +124,8 @@ func (r *report) merge(o *report) {
 	r.notes = append(r.notes, o.notes...)
 }
 
-// result sorts every list by line (policy.csv's first, then the
-// AppProjects' in input order); a line reported twice for one reason
+// result sorts every list by line (policy.csv's first, then those of the
+// other keys and AppProjects, by source); a line reported twice for one reason
 // (a p line that grants both resources) is listed once.
 func (r *report) result(data policies.Data) *Result {
 	return &Result{
@@ -132,8 +141,8 @@ func (r *report) result(data policies.Data) *Result {
 func byLine(list []Skipped) []Skipped {
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]
-		if (a.Source == "") != (b.Source == "") {
-			return a.Source == ""
+		if a.Source != b.Source {
+			return a.Source < b.Source
 		}
 		return a.Number < b.Number
 	})

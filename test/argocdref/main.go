@@ -46,6 +46,8 @@ type Case struct {
 	Policy      string `json:"policy"`
 	DefaultRole string `json:"defaultRole,omitempty"`
 	MatchMode   string `json:"matchMode,omitempty"`
+	// Extra are more keys of argocd-rbac-cm (policy.<name>.csv among them).
+	Extra map[string]string `json:"extra,omitempty"`
 	// Namespace is Argo CD's control-plane namespace.
 	Namespace string `json:"namespace"`
 	// Projects are the AppProjects that exist, with their roles.
@@ -179,6 +181,9 @@ func newEnforcer(c *Case) (enf *rbac.Enforcer, stop func(), refused string, err 
 	}
 	if c.MatchMode != "" {
 		cm.Data[rbac.ConfigMapMatchModeKey] = c.MatchMode
+	}
+	for k, v := range c.Extra {
+		cm.Data[k] = v
 	}
 	client := fake.NewClientset(cm)
 

@@ -79,6 +79,9 @@ type policyCase struct {
 	matchMode   string
 	// refused: Argo CD refuses the whole policy (checked unless random).
 	refused, random bool
+	// extra are more keys of argocd-rbac-cm; with them the import reads
+	// the ConfigMap (casbin.FromConfigMap) as `--rbac-configmap` does.
+	extra map[string]string
 	// roles are the AppProjects' spec.roles, by project (of projects).
 	roles map[string][]casbin.ProjectRole
 	// pins are decisions the case is about, asserted on both sides.
@@ -137,9 +140,12 @@ type outcome struct {
 func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	t.Helper()
 	ours, argoProjects := c.appProjects()
-	res, err := casbin.Import(strings.NewReader(c.csv), casbin.Options{
-		DefaultRole: c.defaultRole, MatchMode: c.matchMode, ControlPlaneNamespace: controlPlane, Projects: ours,
-	})
+	csv, opts := c.csv, casbin.Options{DefaultRole: c.defaultRole, MatchMode: c.matchMode}
+	if c.extra != nil {
+		csv, opts = casbin.FromConfigMap(c.configMap())
+	}
+	opts.ControlPlaneNamespace, opts.Projects = controlPlane, ours
+	res, err := casbin.Import(strings.NewReader(csv), opts)
 	if err != nil {
 		t.Fatalf("import: %v\npolicy:\n%s", err, c.csv)
 	}
@@ -147,7 +153,7 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	for _, p := range c.pins {
 		reqs = append(reqs, request{subject{p.user, p.groups}, p.app, p.ext})
 	}
-	ask := argoCase{DefaultRole: c.defaultRole, MatchMode: c.matchMode, Namespace: controlPlane, Projects: argoProjects}
+	ask := argoCase{DefaultRole: c.defaultRole, MatchMode: c.matchMode, Extra: c.extra, Namespace: controlPlane, Projects: argoProjects}
 	for _, r := range reqs {
 		ask.Requests = append(ask.Requests, argoRequest{Subject: r.id, Groups: r.groups, Project: r.project, AppNamespace: r.namespace, App: r.name, Extension: r.ext})
 	}
@@ -162,7 +168,13 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	if res.Partial() {
 		// The partial import (--allow-partial) must still mean what Argo CD
 		// makes of the lines it could load.
-		ask.Policy = withoutLines(c.csv, res.Refused)
+		ask.Policy = withoutLines(c.csv, "", res.Refused)
+		if c.extra != nil {
+			ask.Extra = map[string]string{}
+			for k, v := range c.extra {
+				ask.Extra[k] = withoutLines(v, k, res.Refused)
+			}
+		}
 		if ans = o.ask(t, ask); ans.Refused != "" {
 			t.Fatalf("Argo CD still refuses the policy without the lines the import lists: %s\npolicy:\n%s", ans.Refused, ask.Policy)
 		}
@@ -175,7 +187,7 @@ func compare(t *testing.T, o *oracle, c policyCase, w world) outcome {
 	if err := e.Load(context.Background(), policies.DefaultBundle(map[string]any{policies.DataKey: dataMap})); err != nil {
 		t.Fatalf("load imported data: %v", err)
 	}
-	g := groupsOf(casbin.BuiltinPolicy + "\n" + c.csv + "\n" + c.projectLines())
+	g := groupsOf(casbin.BuiltinPolicy + "\n" + c.csv + "\n" + c.projectLines() + "\n" + c.extraLines())
 	var out outcome
 	for i, r := range reqs {
 		argo := ans.Decisions[i].ApplicationGet && ans.Decisions[i].ExtensionInvoke
@@ -293,11 +305,37 @@ func reaches(g map[string][]string, from []string, target string) bool {
 	return false
 }
 
-// withoutLines drops the numbered lines.
-func withoutLines(text string, drop []casbin.Skipped) string {
+// withoutLines drops the numbered lines of one source ("" for policy.csv).
+func withoutLines(text, source string, drop []casbin.Skipped) string {
 	lines := strings.Split(text, "\n")
 	for _, s := range drop {
-		lines[s.Number-1] = ""
+		if s.Source == source {
+			lines[s.Number-1] = ""
+		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// configMap is argocd-rbac-cm's data as the case gives it to Argo CD.
+func (c policyCase) configMap() map[string]string {
+	data := map[string]string{"policy.csv": c.csv}
+	if c.defaultRole != "" {
+		data["policy.default"] = c.defaultRole
+	}
+	if c.matchMode != "" {
+		data["policy.matchMode"] = c.matchMode
+	}
+	for k, v := range c.extra {
+		data[k] = v
+	}
+	return data
+}
+
+// extraLines are the extra keys' values, for reading their g lines.
+func (c policyCase) extraLines() string {
+	var b strings.Builder
+	for _, v := range c.extra {
+		b.WriteString(v + "\n")
+	}
+	return b.String()
 }

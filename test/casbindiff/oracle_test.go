@@ -15,13 +15,14 @@ import (
 
 // The messages of test/argocdref (its Case, Request, Answer and Decision).
 type argoCase struct {
-	Builtin     bool          `json:"builtin,omitempty"`
-	Policy      string        `json:"policy"`
-	DefaultRole string        `json:"defaultRole,omitempty"`
-	MatchMode   string        `json:"matchMode,omitempty"`
-	Namespace   string        `json:"namespace"`
-	Projects    []argoProject `json:"projects"`
-	Requests    []argoRequest `json:"requests"`
+	Builtin     bool              `json:"builtin,omitempty"`
+	Policy      string            `json:"policy"`
+	DefaultRole string            `json:"defaultRole,omitempty"`
+	MatchMode   string            `json:"matchMode,omitempty"`
+	Extra       map[string]string `json:"extra,omitempty"`
+	Namespace   string            `json:"namespace"`
+	Projects    []argoProject     `json:"projects"`
+	Requests    []argoRequest     `json:"requests"`
 }
 
 type argoProject struct {

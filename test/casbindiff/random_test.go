@@ -120,11 +120,38 @@ func randomPolicy(rng *rand.Rand, i int) policyCase {
 		lines = append(lines, pick(rng, "g, bob, role:r0, extra", "p, bob, extensions, invoke, *", "x, y"))
 	}
 	rng.Shuffle(len(lines), func(a, b int) { lines[a], lines[b] = lines[b], lines[a] })
+	if rng.IntN(4) == 0 {
+		lines = randomConfigMap(rng, &c, lines)
+	}
 	c.csv = strings.Join(lines, "\n")
 	if rng.IntN(2) == 0 {
 		c.roles = randomProjectRoles(rng, subjectOf, objects)
 	}
 	return c
+}
+
+// randomConfigMap moves some lines to other policy.<name>.csv keys of
+// argocd-rbac-cm, adds keys Argo CD does not read as policy (holding grants
+// of everything), and now and then a policy.matchMode that is not exactly
+// "regex". It returns the lines left for policy.csv.
+func randomConfigMap(rng *rand.Rand, c *policyCase, lines []string) []string {
+	c.extra = map[string]string{}
+	var keep []string
+	names := []string{"policy.a.csv", "policy.team-b.csv", "policy.zz.csv"}
+	for _, l := range lines {
+		if rng.IntN(2) == 0 {
+			keep = append(keep, l)
+			continue
+		}
+		k := pick(rng, names...)
+		c.extra[k] += l + "\n"
+	}
+	decoy := fmt.Sprintf("p, %s, *, *, *, allow", pick(rng, "alice", "bob", "dev", ""))
+	c.extra[pick(rng, "policy.csv.bak", "policy.x.CSV", "extra.csv", "policy.csv ")] = decoy
+	if c.matchMode == "" && rng.IntN(3) == 0 {
+		c.extra["policy.matchMode"] = pick(rng, "Regex", "regexp", "glob ")
+	}
+	return keep
 }
 
 // randomProjectRoles gives some of the projects roles: lines of any

@@ -2,6 +2,7 @@ package casbindiff
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,9 +209,34 @@ var trickyProjects = []policyCase{
 		pins:  []pin{{user: "alice", app: teamBApp, ext: "metrics", argo: true, our: true}}},
 }
 
+// argocd-rbac-cm read whole (--rbac-configmap): Argo CD appends every
+// policy.<name>.csv key to policy.csv, in key order.
+var trickyConfigMaps = []policyCase{
+	{name: "policy.<name>.csv keys are appended; other keys are not policy", csv: "g, alice, role:view",
+		extra: map[string]string{
+			"policy.b.csv": viewAll, "policy.a.csv": "p, alice, extensions, invoke, metrics, allow",
+			"policy.csv.bak": "p, bob, *, *, *, allow", "policy.x.CSV": "p, carol, *, *, *, allow", "extra.csv": "p, dave, *, *, *, allow",
+		},
+		pins: []pin{
+			{user: "alice", app: inCP, ext: "metrics", argo: true, our: true},
+			{user: "bob", app: inCP, ext: "metrics", argo: false, our: false},
+			{user: "carol", app: inCP, ext: "metrics", argo: false, our: false},
+		}},
+	{name: "a key's deny line", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow",
+		extra: map[string]string{"policy.deny.csv": "p, alice, extensions, invoke, metrics, deny"},
+		pins:  []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "a broken line in another key refuses the whole policy", refused: true, csv: viewAll,
+		extra: map[string]string{"policy.z.csv": "p, alice, extensions, invoke, *, allow\ng, bob, role:view, extra"}},
+	{name: "policy.matchMode other than exactly regex means globs", csv: "p, alice, applications, get, team-a/*, allow\np, alice, extensions, invoke, m*, allow",
+		extra: map[string]string{"policy.matchMode": "REGEX"},
+		pins:  []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "no policy.csv at all", csv: "", extra: map[string]string{"policy.only.csv": viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow"},
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+}
+
 func TestImportAgreesWithArgoCD(t *testing.T) {
 	o := argoCD(t)
-	for _, c := range append(tricky, trickyProjects...) {
+	for _, c := range slices.Concat(tricky, trickyProjects, trickyConfigMaps) {
 		t.Run(c.name, func(t *testing.T) {
 			out := compare(t, o, c, everyone)
 			t.Logf("%d requests: Argo CD allows %d, Gatehouse denies %d of them (reported)", out.requests, out.allowed, out.stricter)
