@@ -19,6 +19,9 @@ type Pattern struct {
 	raw  string
 	glob *glob.Pattern
 	re   *regexp2.Regexp
+	// around holds the prefix and suffix of a glob Argo CD matches by
+	// them alone (see literalAround).
+	around *[2]string
 }
 
 // String returns the pattern as written.
@@ -54,17 +57,28 @@ func Compile(raw string) (*Pattern, error) {
 		}
 		return nil, fmt.Errorf("invalid glob: %w", err)
 	}
-	return &Pattern{raw: raw, glob: g}, nil
+	if hasEmptyAlternative(raw) {
+		return nil, errAmbiguous
+	}
+	p := &Pattern{raw: raw, glob: g}
+	if prefix, suffix, ok := literalAround(raw); ok {
+		p.around = &[2]string{prefix, suffix}
+	}
+	return p, nil
 }
 
 func isRegexp(raw string) bool {
 	return strings.HasPrefix(raw, "/") && strings.HasSuffix(raw, "/")
 }
 
-// Match reports whether name matches. A regular expression that exceeds
-// MatchTimeout does not match, and the error says so.
+// Match reports whether name matches, as Argo CD decides (see argoglob.go).
+// A regular expression that exceeds MatchTimeout does not match, and the
+// error says so.
 func (p *Pattern) Match(name string) (bool, error) {
-	if p.re == nil {
+	switch {
+	case p.around != nil:
+		return strings.HasPrefix(name, p.around[0]) && strings.HasSuffix(name, p.around[1]), nil
+	case p.re == nil:
 		return p.glob.Match(name), nil
 	}
 	ok, err := p.re.MatchString(name)

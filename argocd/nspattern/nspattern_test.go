@@ -37,6 +37,12 @@ func TestMatchFollowsArgoCD(t *testing.T) {
 		{"broken glob matches nothing", []string{"team-["}, "team-[", false},
 		{"broken regex matches nothing", []string{"/(/"}, "(", false},
 		{"broken entry does not hide a good one", []string{"/(/", "x"}, "x", true},
+		// Argo CD's gobwas/glob v0.2.3 checks a literal prefix and suffix
+		// without checking that both fit (test/casbindiff measures it).
+		{"prefix and suffix may overlap, as in Argo CD", []string{"b*b"}, "b", true},
+		{"escaped prefix and suffix overlap too", []string{`\a**a`}, "a", true},
+		{"prefix and suffix still both count", []string{"team-*-team"}, "team-a", false},
+		{"an empty alternative matches nothing", []string{"team-{a,}"}, "team-a", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +67,9 @@ func TestCompileReportsBrokenEntries(t *testing.T) {
 		{"team-[", "invalid glob"},
 		{"/(/", "invalid regular expression"},
 		{"/[z-a]/", "invalid regular expression"},
+		{"team-{a,}", "empty alternative"},
+		{"{,b}", "empty alternative"},
+		{"x{}", "empty alternative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {

@@ -41,6 +41,11 @@ type Case struct {
 	// Builtin asks for Argo CD's built-in policy (assets.BuiltinPolicyCSV)
 	// instead of decisions.
 	Builtin bool `json:"builtin,omitempty"`
+	// Patterns and Names ask, instead of decisions, whether each name is
+	// in a namespace pattern list (application.namespaces, an AppProject's
+	// sourceNamespaces) as Argo CD matches it.
+	Patterns []string `json:"patterns,omitempty"`
+	Names    []string `json:"names,omitempty"`
 	// Policy, DefaultRole and MatchMode are argocd-rbac-cm's policy.csv,
 	// policy.default and policy.matchMode.
 	Policy      string `json:"policy"`
@@ -86,6 +91,11 @@ type Answer struct {
 	Refused   string     `json:"refused,omitempty"`
 	Builtin   string     `json:"builtin,omitempty"`
 	Decisions []Decision `json:"decisions,omitempty"`
+	// InList answers Patterns and Names, one per name; Panics says where
+	// Argo CD's matching panicked instead (gobwas/glob v0.2.3 does on some
+	// broken globs).
+	InList []bool `json:"inList,omitempty"`
+	Panics []bool `json:"panics,omitempty"`
 }
 
 // Decision is the outcome of the extension proxy's two RBAC checks.
@@ -131,6 +141,16 @@ func decide(c *Case) (*Answer, error) {
 	if c.Builtin {
 		return &Answer{Builtin: assets.BuiltinPolicyCSV}, nil
 	}
+	if c.Names != nil {
+		// Both checks of an Application's namespace are this call
+		// (security.IsNamespaceEnabled, AppProject.IsAppNamespacePermitted);
+		// no name equals the empty server namespace.
+		a := &Answer{InList: make([]bool, len(c.Names)), Panics: make([]bool, len(c.Names))}
+		for i, n := range c.Names {
+			a.InList[i], a.Panics[i] = inList(n, c.Patterns)
+		}
+		return a, nil
+	}
 	enf, stop, refused, err := newEnforcer(c)
 	if err != nil || refused != "" {
 		return &Answer{Refused: refused}, err
@@ -141,6 +161,16 @@ func decide(c *Case) (*Answer, error) {
 		a.Decisions[i] = extensionProxy(enf, r)
 	}
 	return a, nil
+}
+
+// inList is security.IsNamespaceEnabled, and whether it panicked.
+func inList(name string, patterns []string) (in, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			in, panicked = false, true
+		}
+	}()
+	return security.IsNamespaceEnabled(name, "", patterns), false
 }
 
 // extensionProxy makes the two checks of server/extension's authorize, with

@@ -16,6 +16,8 @@ import (
 // The messages of test/argocdref (its Case, Request, Answer and Decision).
 type argoCase struct {
 	Builtin     bool              `json:"builtin,omitempty"`
+	Patterns    []string          `json:"patterns,omitempty"`
+	Names       []string          `json:"names,omitempty"`
 	Policy      string            `json:"policy"`
 	DefaultRole string            `json:"defaultRole,omitempty"`
 	MatchMode   string            `json:"matchMode,omitempty"`
@@ -52,6 +54,8 @@ type argoAnswer struct {
 		ApplicationGet  bool `json:"applicationGet"`
 		ExtensionInvoke bool `json:"extensionInvoke"`
 	} `json:"decisions,omitempty"`
+	InList []bool `json:"inList,omitempty"`
+	Panics []bool `json:"panics,omitempty"`
 }
 
 // oracle is a running test/argocdref process.

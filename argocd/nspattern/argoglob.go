@@ -1,0 +1,90 @@
+package nspattern
+
+import (
+	"errors"
+	"strings"
+)
+
+// Argo CD matches globs with gobwas/glob v0.2.3; Gatehouse links v1.0.0,
+// which OPA requires (one module, one version per build). The two decide
+// alike except in three kinds of pattern, found by holding this package to
+// Argo CD's own matching (test/casbindiff TestNamespacePatternsAgreeWithArgoCD):
+//
+//   - A literal prefix and suffix around stars ("b*b", `team-\a**a`):
+//     v0.2.3 checks the prefix and the suffix but not that they fit side by
+//     side, so "b*b" matches "b". literalAround finds these, and Pattern
+//     matches them as Argo CD does.
+//   - An empty alternative ("{a,}", "{,a}", "{}"): v0.2.3 matches some
+//     names v1.0.0 does not and the other way round, with no rule simple
+//     enough to trust, and panics on some. Such a pattern does not compile
+//     here (errAmbiguous), so it matches nothing: never more than Argo CD.
+//   - What v1.0.0 refuses (unbalanced braces, a trailing backslash), which
+//     v0.2.3 may accept, matching unpredictable names or panicking. These
+//     fail to compile here and match nothing, as before.
+
+// errAmbiguous refuses a glob with an empty alternative.
+var errAmbiguous = errors.New(`an empty alternative ("{a,}", "{,a}" or "{}") makes Argo CD's glob library match other names than it says, or fail: write each alternative as an entry of its own`)
+
+// literalAround returns the prefix and suffix of a glob made of a literal,
+// one run of stars and a literal, both unescaped, or false.
+func literalAround(raw string) (prefix, suffix string, ok bool) {
+	prefix, rest, ok := literal(raw)
+	if !ok || prefix == "" || rest == "" || rest[0] != '*' {
+		return "", "", false
+	}
+	rest = strings.TrimLeft(rest, "*")
+	suffix, rest, ok = literal(rest)
+	if !ok || suffix == "" || rest != "" {
+		return "", "", false
+	}
+	return prefix, suffix, true
+}
+
+// literal reads glob text up to the first character that starts a
+// wildcard, class or group, unescaping backslashes; false if an escape is
+// unfinished. (The glob compiled, so a "]", "}" or "," here is literal.)
+func literal(s string) (lit, rest string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '*', '?', '[', '{':
+			return b.String(), s[i:], true
+		case '\\':
+			if i+1 == len(s) {
+				return "", "", false
+			}
+			i++
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), "", true
+}
+
+// hasEmptyAlternative reports whether a brace group of the glob has an
+// empty alternative.
+func hasEmptyAlternative(raw string) bool {
+	depth := 0
+	prev := byte(0)
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			i++
+			prev = 'x'
+			continue
+		case c == '{':
+			depth++
+		case (c == '}' || c == ',') && depth > 0:
+			if prev == '{' || prev == ',' {
+				return true
+			}
+			if c == '}' {
+				depth--
+			}
+		}
+		prev = c
+	}
+	return false
+}
