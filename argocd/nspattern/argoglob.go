@@ -2,7 +2,10 @@ package nspattern
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/gobwas/glob"
 )
 
 // Argo CD matches globs with gobwas/glob v0.2.3; Gatehouse links v1.0.0,
@@ -21,6 +24,50 @@ import (
 //   - What v1.0.0 refuses (unbalanced braces, a trailing backslash), which
 //     v0.2.3 may accept, matching unpredictable names or panicking. These
 //     fail to compile here and match nothing, as before.
+
+// Glob is a gobwas glob without separators, matched as Argo CD matches it.
+type Glob struct {
+	g *glob.Pattern
+	// around holds the prefix and suffix of a glob Argo CD matches by them
+	// alone (see literalAround).
+	around *[2]string
+}
+
+// CompileGlob compiles a glob with Argo CD's meaning. It refuses what
+// gobwas/glob v1.0.0 refuses and globs with an empty alternative
+// (errAmbiguous): for both, Argo CD may match names Gatehouse cannot tell.
+func CompileGlob(raw string) (*Glob, error) {
+	g, err := glob.Compile(raw)
+	if err != nil {
+		var se *glob.SyntaxError
+		if errors.As(err, &se) {
+			// Say where, in the user's terms: the offset is into the entry.
+			return nil, fmt.Errorf("invalid glob: %s at character %d", se.Reason, se.Offset+1)
+		}
+		return nil, fmt.Errorf("invalid glob: %w", err)
+	}
+	if hasEmptyAlternative(raw) {
+		return nil, errAmbiguous
+	}
+	out := &Glob{g: g}
+	if prefix, suffix, ok := literalAround(raw); ok {
+		out.around = &[2]string{prefix, suffix}
+	}
+	return out, nil
+}
+
+// Match reports whether Argo CD's matching finds name in the glob.
+func (g *Glob) Match(name string) bool {
+	if g.around != nil {
+		return strings.HasPrefix(name, g.around[0]) && strings.HasSuffix(name, g.around[1])
+	}
+	return g.g.Match(name)
+}
+
+// Plain reports whether gobwas/glob v1.0.0 (Gatehouse's and OPA's
+// glob.match) matches the glob exactly as Argo CD does, so that it can be
+// handed to them as it is.
+func (g *Glob) Plain() bool { return g.around == nil }
 
 // errAmbiguous refuses a glob with an empty alternative.
 var errAmbiguous = errors.New(`an empty alternative ("{a,}", "{,a}" or "{}") makes Argo CD's glob library match other names than it says, or fail: write each alternative as an entry of its own`)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dlclark/regexp2"
-	"github.com/gobwas/glob"
 )
 
 // MatchTimeout bounds one regular-expression match. regexp2 backtracks, so a
@@ -17,11 +16,8 @@ const MatchTimeout = 100 * time.Millisecond
 // Pattern is one compiled entry of a pattern list.
 type Pattern struct {
 	raw  string
-	glob *glob.Pattern
+	glob *Glob
 	re   *regexp2.Regexp
-	// around holds the prefix and suffix of a glob Argo CD matches by
-	// them alone (see literalAround).
-	around *[2]string
 }
 
 // String returns the pattern as written.
@@ -48,23 +44,11 @@ func Compile(raw string) (*Pattern, error) {
 		re.MatchTimeout = MatchTimeout
 		return &Pattern{raw: raw, re: re}, nil
 	}
-	g, err := glob.Compile(raw)
+	g, err := CompileGlob(raw)
 	if err != nil {
-		var se *glob.SyntaxError
-		if errors.As(err, &se) {
-			// Say where, in the user's terms: the offset is into the entry.
-			return nil, fmt.Errorf("invalid glob: %s at character %d", se.Reason, se.Offset+1)
-		}
-		return nil, fmt.Errorf("invalid glob: %w", err)
+		return nil, err
 	}
-	if hasEmptyAlternative(raw) {
-		return nil, errAmbiguous
-	}
-	p := &Pattern{raw: raw, glob: g}
-	if prefix, suffix, ok := literalAround(raw); ok {
-		p.around = &[2]string{prefix, suffix}
-	}
-	return p, nil
+	return &Pattern{raw: raw, glob: g}, nil
 }
 
 func isRegexp(raw string) bool {
@@ -75,10 +59,7 @@ func isRegexp(raw string) bool {
 // A regular expression that exceeds MatchTimeout does not match, and the
 // error says so.
 func (p *Pattern) Match(name string) (bool, error) {
-	switch {
-	case p.around != nil:
-		return strings.HasPrefix(name, p.around[0]) && strings.HasSuffix(name, p.around[1]), nil
-	case p.re == nil:
+	if p.re == nil {
 		return p.glob.Match(name), nil
 	}
 	ok, err := p.re.MatchString(name)

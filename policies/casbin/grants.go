@@ -1,6 +1,9 @@
 package casbin
 
 import (
+	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -41,7 +44,7 @@ func (g *grants) translate(p policyLine) {
 	}
 	for _, pat := range []string{p.res, p.act, p.obj} {
 		if !g.m.valid(pat) {
-			g.rep.notConverted(p.Line, p.builtin, "%q is not a valid glob: Argo CD never matches this line", pat)
+			g.brokenGlob(p, pat)
 			return
 		}
 	}
@@ -82,6 +85,31 @@ func (g *grants) badRegex(p policyLine) bool {
 	}
 	g.rep.notConverted(p.Line, p.builtin, "a regular expression does not compile: Argo CD's check fails for every request that reaches it, so it denies its subject what the line covers; so does the import")
 	return true
+}
+
+// brokenGlob handles a line with a glob Gatehouse cannot read as Argo CD
+// does: one gobwas/glob v1.0.0 refuses (unbalanced braces, a trailing
+// backslash), which Argo CD's v0.2.3 may accept and match names with
+// ("{logs" matches "logs" there), or one with an empty alternative, which
+// it matches otherwise. An allow is left out; a deny covers everything of
+// each kind its resource and action may cover. Either way Gatehouse denies
+// more than Argo CD, and says so.
+func (g *grants) brokenGlob(p policyLine, pat string) {
+	_, err := nspattern.CompileGlob(pat)
+	why := fmt.Sprintf("%q: %v; Argo CD's glob library (gobwas/glob v0.2.3) may match names with it that Gatehouse cannot tell", pat, err)
+	if p.eft == policies.EffectAllow {
+		g.rep.stricterThanArgoCD(p.Line, p.builtin, "%s: the grant is left out; fix the glob", why)
+		return
+	}
+	maybe := func(pattern, value string) bool { return !g.m.valid(pattern) || g.m.match(pattern, value) }
+	r := g.role(p.sub)
+	if maybe(p.res, resApplications) && maybe(p.act, actGet) {
+		r.Applications = append(r.Applications, policies.ApplicationGrant{Effect: policies.EffectDeny})
+	}
+	if g.project == "" && maybe(p.res, resExtensions) && maybe(p.act, actInvoke) {
+		r.Extensions = append(r.Extensions, policies.ExtensionGrant{Effect: policies.EffectDeny})
+	}
+	g.rep.stricterThanArgoCD(p.Line, p.builtin, "%s: the deny rule is widened to everything it may cover; fix the glob", why)
 }
 
 // applications converts the object of an "applications, get" line into

@@ -5,6 +5,8 @@ import (
 	"regexp"
 
 	"github.com/gobwas/glob"
+
+	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 )
 
 // Argo CD's policy.matchMode values.
@@ -29,16 +31,18 @@ func newMatcher(mode string) (matcher, error) {
 	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, MatchRegex)
 }
 
-// valid reports whether pattern compiles. Argo CD's glob matching treats a
-// glob that does not compile as matching nothing; casbin's regex matching
-// panics on a bad regular expression, and the enforcer's recovery turns the
-// panic into a failed check (see badRegexDeny).
+// valid reports whether pattern compiles so that Gatehouse knows what Argo
+// CD matches with it. Casbin's regex matching panics on a bad regular
+// expression, and the enforcer's recovery turns the panic into a failed
+// check (see badRegex). A glob is compiled with Argo CD's meaning
+// (nspattern.CompileGlob): one gobwas/glob v1.0.0 refuses, which Argo CD's
+// v0.2.3 may accept and match names with, is not valid (see brokenGlob).
 func (m matcher) valid(pattern string) bool {
 	var err error
 	if m.regex {
 		_, err = regexp.Compile(pattern)
 	} else {
-		_, err = glob.Compile(pattern)
+		_, err = nspattern.CompileGlob(pattern)
 	}
 	return err == nil
 }
@@ -49,15 +53,18 @@ func (m matcher) match(pattern, value string) bool {
 		ok, err := regexp.MatchString(pattern, value)
 		return err == nil && ok
 	}
-	g, err := glob.Compile(pattern)
+	g, err := nspattern.CompileGlob(pattern)
 	return err == nil && g.Match(value)
 }
 
 // glob returns a glob that matches what pattern matches, for the names
-// Gatehouse compares (no line breaks), or false when it cannot say.
+// Gatehouse compares (no line breaks), or false when it cannot say: a
+// regular expression with no glob, or a glob Gatehouse's matcher reads
+// otherwise than Argo CD's (nspattern.Glob.Plain).
 func (m matcher) glob(pattern string) (string, bool) {
 	if !m.regex {
-		return pattern, true
+		g, err := nspattern.CompileGlob(pattern)
+		return pattern, err == nil && g.Plain()
 	}
 	return regexToGlob(pattern)
 }

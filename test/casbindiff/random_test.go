@@ -61,7 +61,8 @@ var (
 	actions      = []string{"get", "invoke", "*", "g?t", "", "GET", "in*", "sync", `"{get,invoke}"`}
 	globObjects  = []string{"*", "*/*", "team-a/*", "team-b/secret-*", "*/team-a-ns/*", "team-?/*", "*-db", "", "[unclosed",
 		"metrics", "metrics*", "*s", "team-a/guestbook", "*/guestbook", `\*`, "t*a/*", "*/*/*", "team-a/team-a-ns/*",
-		"team-[ab]/*", "*/[!s]*", `"{team-a,default}/*"`, `"{metrics,logs}"`, "h?tpbin", "team-b*", "*a*"}
+		"team-[ab]/*", "*/[!s]*", `"{team-a,default}/*"`, `"{metrics,logs}"`, "h?tpbin", "team-b*", "*a*",
+		"logs*logs", `"{metrics,}"`, `"{,logs}*"`, "team-a/guestbook*guestbook", `metrics\`, "{logs"}
 	regexObjects = []string{".*", "^team-a/.*$", "metrics", "^metrics$", "team-(a|b)/.*", "(", "^.+/guestbook$", "s?ecret",
 		"(?i)METRICS", "a+", "", "^team-b/", "logs$", "[a-m]etrics", "^[^/]+/api$", "."}
 	effects = []string{"allow", "allow", "allow", "deny", "deny", "Allow", "maybe"}

@@ -234,9 +234,27 @@ var trickyConfigMaps = []policyCase{
 		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
 }
 
+// Globs Argo CD's gobwas/glob v0.2.3 reads otherwise than Gatehouse's
+// v1.0.0 (see argocd/nspattern): each once found by the random policies.
+var trickyGlobs = []policyCase{
+	{name: "a deny with overlapping prefix and suffix", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, logs*logs, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: false, our: false}, {user: "alice", app: inCP, ext: "metrics", argo: true, our: false}}},
+	{name: "a deny with a trailing backslash", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, metrics\\, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "a deny with an unclosed brace", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, {logs, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: false, our: false}}},
+	{name: "a deny with an empty alternative", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, \"{metrics,}\", deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
+	{name: "an allow with overlapping prefix and suffix", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, logs*logs, allow",
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: false}}},
+	{name: "a broken resource in a deny", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, {ext, invoke, *, deny"},
+	{name: "an application object with overlapping prefix and suffix", csv: "p, alice, applications, get, team-a/guestbook*guestbook, allow\np, alice, extensions, invoke, *, allow\np, bob, applications, get, */*, allow\np, bob, extensions, invoke, *, allow\np, bob, applications, get, team-a/guestbook*guestbook, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: false}, {user: "bob", app: inCP, ext: "logs", argo: false, our: false}}},
+}
+
 func TestImportAgreesWithArgoCD(t *testing.T) {
 	o := argoCD(t)
-	for _, c := range slices.Concat(tricky, trickyProjects, trickyConfigMaps) {
+	for _, c := range slices.Concat(tricky, trickyProjects, trickyConfigMaps, trickyGlobs) {
 		t.Run(c.name, func(t *testing.T) {
 			out := compare(t, o, c, everyone)
 			t.Logf("%d requests: Argo CD allows %d, Gatehouse denies %d of them (reported)", out.requests, out.allowed, out.stricter)
