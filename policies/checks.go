@@ -1,9 +1,8 @@
 package policies
 
 import (
+	"errors"
 	"sync"
-
-	"github.com/gobwas/glob"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 )
@@ -38,7 +37,7 @@ type checker struct {
 	namespaces *nspattern.Cache
 
 	mu    sync.RWMutex
-	globs map[string]*glob.Pattern // nil value: the pattern does not compile
+	globs map[string]*destinationGlob
 }
 
 // maxGlobs bounds the destination pattern cache; when full it is emptied,
@@ -46,7 +45,7 @@ type checker struct {
 const maxGlobs = 4096
 
 func newChecker() *checker {
-	return &checker{namespaces: nspattern.NewCache(0), globs: map[string]*glob.Pattern{}}
+	return &checker{namespaces: nspattern.NewCache(0), globs: map[string]*destinationGlob{}}
 }
 
 // check works out the Checks of an application request (nil for a system
@@ -84,6 +83,14 @@ func (c *checker) namespacePermitted(p *Project, namespace, controlPlane string)
 // name) and the namespace, and no "!" pattern of a destination that does not
 // match refuses it first.
 func (c *checker) destinationMatched(p *Project, cl *Cluster, namespace string) bool {
+	// A pattern whose meaning to Argo CD is unknown makes the project
+	// permit no destination: Argo CD's answer could go either way, and a
+	// negation can refuse as well as permit.
+	for _, d := range p.Destinations {
+		if c.unknown(d.Name) || c.unknown(d.Server) || c.unknown(d.Namespace) {
+			return false
+		}
+	}
 	matched := false
 	for _, d := range p.Destinations {
 		nameMatched := cl.Name != "" && c.match(d.Name, cl.Name)
@@ -104,8 +111,9 @@ func (c *checker) destinationMatched(p *Project, cl *Cluster, namespace string) 
 func isDenyPattern(p string) bool { return len(p) > 0 && p[0] == '!' }
 
 // match is Argo CD's globMatch with negation: "!p" matches what p does not.
-// As in Argo CD, a pattern that does not compile matches nothing (so its
-// negation matches everything).
+// Globs mean what Argo CD's gobwas/glob v0.2.3 makes of them
+// (nspattern.CompileGlob); one that does not compile there either matches
+// nothing, so its negation matches everything, as in Argo CD.
 func (c *checker) match(pattern, value string) bool {
 	if isDenyPattern(pattern) {
 		return !c.globMatch(pattern[1:], value)
@@ -120,11 +128,27 @@ func (c *checker) globMatch(pattern, value string) bool {
 	if !isGlob(pattern) {
 		return pattern == value // a plain name matches only itself
 	}
+	g := c.compiled(pattern)
+	return g.g != nil && g.g.Match(value)
+}
+
+// unknown reports whether Argo CD's meaning of a destination pattern is
+// unknown to Gatehouse (nspattern.ErrUnknownToArgoCD).
+func (c *checker) unknown(pattern string) bool {
+	if isDenyPattern(pattern) {
+		pattern = pattern[1:]
+	}
+	return pattern != "*" && isGlob(pattern) && c.compiled(pattern).unknown
+}
+
+// compiled returns a glob pattern compiled, from the cache.
+func (c *checker) compiled(pattern string) *destinationGlob {
 	c.mu.RLock()
 	g, ok := c.globs[pattern]
 	c.mu.RUnlock()
 	if !ok {
-		g, _ = glob.Compile(pattern) // nil when it does not compile
+		compiled, err := nspattern.CompileGlob(pattern)
+		g = &destinationGlob{g: compiled, unknown: errors.Is(err, nspattern.ErrUnknownToArgoCD)}
 		c.mu.Lock()
 		if len(c.globs) >= maxGlobs {
 			clear(c.globs)
@@ -132,5 +156,13 @@ func (c *checker) globMatch(pattern, value string) bool {
 		c.globs[pattern] = g
 		c.mu.Unlock()
 	}
-	return g != nil && g.Match(value)
+	return g
+}
+
+// destinationGlob is a compiled destination pattern: g is nil when it does
+// not compile, and unknown says whether Argo CD may match names with it
+// all the same.
+type destinationGlob struct {
+	g       *nspattern.Glob
+	unknown bool
 }

@@ -33,18 +33,31 @@ type Glob struct {
 	around *[2]string
 }
 
+// ErrUnknownToArgoCD marks a glob whose meaning to Argo CD Gatehouse
+// cannot tell: one gobwas/glob v1.0.0 refuses that has a brace or a
+// backslash (v0.2.3 may accept it and match names with it, or panic), or
+// one with an empty alternative. Any other glob v1.0.0 refuses, v0.2.3
+// refuses too (measured): Argo CD matches nothing with it.
+var ErrUnknownToArgoCD = errors.New("the glob library of Argo CD may match names with it that Gatehouse cannot tell")
+
 // CompileGlob compiles a glob with Argo CD's meaning. It refuses what
-// gobwas/glob v1.0.0 refuses and globs with an empty alternative
-// (errAmbiguous): for both, Argo CD may match names Gatehouse cannot tell.
+// gobwas/glob v1.0.0 refuses, and globs with an empty alternative; the
+// error wraps ErrUnknownToArgoCD when Argo CD may still match names with
+// the glob.
 func CompileGlob(raw string) (*Glob, error) {
 	g, err := glob.Compile(raw)
 	if err != nil {
 		var se *glob.SyntaxError
 		if errors.As(err, &se) {
 			// Say where, in the user's terms: the offset is into the entry.
-			return nil, fmt.Errorf("invalid glob: %s at character %d", se.Reason, se.Offset+1)
+			err = fmt.Errorf("invalid glob: %s at character %d", se.Reason, se.Offset+1)
+		} else {
+			err = fmt.Errorf("invalid glob: %w", err)
 		}
-		return nil, fmt.Errorf("invalid glob: %w", err)
+		if strings.ContainsAny(raw, `{}\`) {
+			return nil, fmt.Errorf("%w (%w)", err, ErrUnknownToArgoCD)
+		}
+		return nil, err
 	}
 	if hasEmptyAlternative(raw) {
 		return nil, errAmbiguous
@@ -70,7 +83,7 @@ func (g *Glob) Match(name string) bool {
 func (g *Glob) Plain() bool { return g.around == nil }
 
 // errAmbiguous refuses a glob with an empty alternative.
-var errAmbiguous = errors.New(`an empty alternative ("{a,}", "{,a}" or "{}") makes Argo CD's glob library match other names than it says, or fail: write each alternative as an entry of its own`)
+var errAmbiguous = fmt.Errorf(`an empty alternative ("{a,}", "{,a}" or "{}") makes Argo CD's glob library match other names than it says, or fail: write each alternative as an entry of its own (%w)`, ErrUnknownToArgoCD)
 
 // literalAround returns the prefix and suffix of a glob made of a literal,
 // one run of stars and a literal, both unescaped, or false.

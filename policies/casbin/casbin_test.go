@@ -75,7 +75,7 @@ func TestImportListsEveryLine(t *testing.T) {
 	res := importFile(t, "edge-cases.csv", Options{})
 	want := map[int]string{
 		19: "matches no <project>/<application>",
-		22: "the grant is left out; fix the glob",
+		22: "not a valid glob",
 		23: "has 4 fields, want 6",
 		24: "neither allow nor deny",
 		25: "has 4 fields, want 3",

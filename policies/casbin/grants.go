@@ -43,8 +43,14 @@ func (g *grants) translate(p policyLine) {
 		return
 	}
 	for _, pat := range []string{p.res, p.act, p.obj} {
-		if !g.m.valid(pat) {
+		if g.m.unknownToArgoCD(pat) {
 			g.brokenGlob(p, pat)
+			return
+		}
+	}
+	for _, pat := range []string{p.res, p.act, p.obj} {
+		if !g.m.valid(pat) {
+			g.rep.notConverted(p.Line, p.builtin, "%q is not a valid glob: Argo CD never matches this line", pat)
 			return
 		}
 	}
@@ -87,11 +93,11 @@ func (g *grants) badRegex(p policyLine) bool {
 	return true
 }
 
-// brokenGlob handles a line with a glob Gatehouse cannot read as Argo CD
-// does: one gobwas/glob v1.0.0 refuses (unbalanced braces, a trailing
-// backslash), which Argo CD's v0.2.3 may accept and match names with
-// ("{logs" matches "logs" there), or one with an empty alternative, which
-// it matches otherwise. An allow is left out; a deny covers everything of
+// brokenGlob handles a line with a glob whose meaning to Argo CD Gatehouse
+// cannot tell (nspattern.ErrUnknownToArgoCD): one gobwas/glob v1.0.0
+// refuses (unbalanced braces, a trailing backslash), which Argo CD's v0.2.3
+// may accept and match names with ("{logs" matches "logs" there), or one
+// with an empty alternative, which it matches otherwise. An allow is left out; a deny covers everything of
 // each kind its resource and action may cover. Either way Gatehouse denies
 // more than Argo CD, and says so.
 func (g *grants) brokenGlob(p policyLine, pat string) {
@@ -101,7 +107,7 @@ func (g *grants) brokenGlob(p policyLine, pat string) {
 		g.rep.stricterThanArgoCD(p.Line, p.builtin, "%s: the grant is left out; fix the glob", why)
 		return
 	}
-	maybe := func(pattern, value string) bool { return !g.m.valid(pattern) || g.m.match(pattern, value) }
+	maybe := func(pattern, value string) bool { return g.m.unknownToArgoCD(pattern) || g.m.match(pattern, value) }
 	r := g.role(p.sub)
 	if maybe(p.res, resApplications) && maybe(p.act, actGet) {
 		r.Applications = append(r.Applications, policies.ApplicationGrant{Effect: policies.EffectDeny})

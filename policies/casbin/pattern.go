@@ -1,6 +1,7 @@
 package casbin
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -31,12 +32,12 @@ func newMatcher(mode string) (matcher, error) {
 	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, MatchRegex)
 }
 
-// valid reports whether pattern compiles so that Gatehouse knows what Argo
-// CD matches with it. Casbin's regex matching panics on a bad regular
-// expression, and the enforcer's recovery turns the panic into a failed
-// check (see badRegex). A glob is compiled with Argo CD's meaning
-// (nspattern.CompileGlob): one gobwas/glob v1.0.0 refuses, which Argo CD's
-// v0.2.3 may accept and match names with, is not valid (see brokenGlob).
+// valid reports whether pattern compiles. Argo CD's glob matching treats a
+// glob that does not compile as matching nothing; casbin's regex matching
+// panics on a bad regular expression, and the enforcer's recovery turns the
+// panic into a failed check (see badRegex). A glob is compiled with Argo
+// CD's meaning (nspattern.CompileGlob); see unknownToArgoCD for those it
+// may match with although Gatehouse's glob library refuses them.
 func (m matcher) valid(pattern string) bool {
 	var err error
 	if m.regex {
@@ -45,6 +46,16 @@ func (m matcher) valid(pattern string) bool {
 		_, err = nspattern.CompileGlob(pattern)
 	}
 	return err == nil
+}
+
+// unknownToArgoCD reports, in glob mode, whether Argo CD may match names
+// with a glob Gatehouse cannot read as it does (see brokenGlob).
+func (m matcher) unknownToArgoCD(pattern string) bool {
+	if m.regex {
+		return false
+	}
+	_, err := nspattern.CompileGlob(pattern)
+	return errors.Is(err, nspattern.ErrUnknownToArgoCD)
 }
 
 // match is Argo CD's globOrRegexMatch(value, pattern).

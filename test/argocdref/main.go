@@ -46,6 +46,11 @@ type Case struct {
 	// sourceNamespaces) as Argo CD matches it.
 	Patterns []string `json:"patterns,omitempty"`
 	Names    []string `json:"names,omitempty"`
+	// Destinations and Targets ask, instead of decisions, whether an
+	// AppProject with these destinations permits each target
+	// (AppProject.IsDestinationPermitted).
+	Destinations []Target `json:"destinations,omitempty"`
+	Targets      []Target `json:"targets,omitempty"`
 	// Policy, DefaultRole and MatchMode are argocd-rbac-cm's policy.csv,
 	// policy.default and policy.matchMode.
 	Policy      string `json:"policy"`
@@ -96,6 +101,17 @@ type Answer struct {
 	// broken globs).
 	InList []bool `json:"inList,omitempty"`
 	Panics []bool `json:"panics,omitempty"`
+	// Permitted answers Destinations and Targets, one per target (Panics
+	// then says where Argo CD's matching panicked).
+	Permitted []bool `json:"permitted,omitempty"`
+}
+
+// Target is an AppProject destination entry (globs) or a destination: a
+// cluster's server and name, and a namespace.
+type Target struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Decision is the outcome of the extension proxy's two RBAC checks.
@@ -141,6 +157,17 @@ func decide(c *Case) (*Answer, error) {
 	if c.Builtin {
 		return &Answer{Builtin: assets.BuiltinPolicyCSV}, nil
 	}
+	if c.Targets != nil {
+		proj := v1alpha1.AppProject{}
+		for _, d := range c.Destinations {
+			proj.Spec.Destinations = append(proj.Spec.Destinations, v1alpha1.ApplicationDestination{Server: d.Server, Name: d.Name, Namespace: d.Namespace})
+		}
+		a := &Answer{Permitted: make([]bool, len(c.Targets)), Panics: make([]bool, len(c.Targets))}
+		for i, t := range c.Targets {
+			a.Permitted[i], a.Panics[i] = permitted(&proj, t)
+		}
+		return a, nil
+	}
 	if c.Names != nil {
 		// Both checks of an Application's namespace are this call
 		// (security.IsNamespaceEnabled, AppProject.IsAppNamespacePermitted);
@@ -171,6 +198,18 @@ func inList(name string, patterns []string) (in, panicked bool) {
 		}
 	}()
 	return security.IsNamespaceEnabled(name, "", patterns), false
+}
+
+// permitted is AppProject.IsDestinationPermitted for a cluster, and
+// whether it panicked.
+func permitted(proj *v1alpha1.AppProject, t Target) (ok, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			ok, panicked = false, true
+		}
+	}()
+	ok, err := proj.IsDestinationPermitted(&v1alpha1.Cluster{Server: t.Server, Name: t.Name}, t.Namespace, nil)
+	return ok && err == nil, false
 }
 
 // extensionProxy makes the two checks of server/extension's authorize, with

@@ -2,11 +2,8 @@ package casbindiff
 
 import (
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 )
@@ -38,22 +35,7 @@ func TestNamespacePatternsAgreeWithArgoCD(t *testing.T) {
 	for _, list := range exact {
 		compareNamespaces(t, o, list, true)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GATEHOUSE_CASBINDIFF_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n := 500
-	if s := os.Getenv("GATEHOUSE_CASBINDIFF_N"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("seed %d (GATEHOUSE_CASBINDIFF_SEED reproduces it), %d random lists", seed, n)
-	rng := rand.New(rand.NewPCG(seed, seed>>3|1))
+	rng, seed, n := randomRun(t, 500, "random lists")
 	for i := 0; i < n && !t.Failed(); i++ {
 		var list []string
 		for k := 1 + rng.IntN(3); k > 0; k-- {

@@ -15,16 +15,18 @@ import (
 
 // The messages of test/argocdref (its Case, Request, Answer and Decision).
 type argoCase struct {
-	Builtin     bool              `json:"builtin,omitempty"`
-	Patterns    []string          `json:"patterns,omitempty"`
-	Names       []string          `json:"names,omitempty"`
-	Policy      string            `json:"policy"`
-	DefaultRole string            `json:"defaultRole,omitempty"`
-	MatchMode   string            `json:"matchMode,omitempty"`
-	Extra       map[string]string `json:"extra,omitempty"`
-	Namespace   string            `json:"namespace"`
-	Projects    []argoProject     `json:"projects"`
-	Requests    []argoRequest     `json:"requests"`
+	Builtin      bool              `json:"builtin,omitempty"`
+	Patterns     []string          `json:"patterns,omitempty"`
+	Names        []string          `json:"names,omitempty"`
+	Destinations []argoTarget      `json:"destinations,omitempty"`
+	Targets      []argoTarget      `json:"targets,omitempty"`
+	Policy       string            `json:"policy"`
+	DefaultRole  string            `json:"defaultRole,omitempty"`
+	MatchMode    string            `json:"matchMode,omitempty"`
+	Extra        map[string]string `json:"extra,omitempty"`
+	Namespace    string            `json:"namespace"`
+	Projects     []argoProject     `json:"projects"`
+	Requests     []argoRequest     `json:"requests"`
 }
 
 type argoProject struct {
@@ -54,8 +56,15 @@ type argoAnswer struct {
 		ApplicationGet  bool `json:"applicationGet"`
 		ExtensionInvoke bool `json:"extensionInvoke"`
 	} `json:"decisions,omitempty"`
-	InList []bool `json:"inList,omitempty"`
-	Panics []bool `json:"panics,omitempty"`
+	InList    []bool `json:"inList,omitempty"`
+	Panics    []bool `json:"panics,omitempty"`
+	Permitted []bool `json:"permitted,omitempty"`
+}
+
+type argoTarget struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // oracle is a running test/argocdref process.

@@ -18,23 +18,8 @@ import (
 // now and then a line Argo CD refuses. The seed is printed; run one again
 // with GATEHOUSE_CASBINDIFF_SEED, and more with GATEHOUSE_CASBINDIFF_N.
 func TestRandomPoliciesAgreeWithArgoCD(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GATEHOUSE_CASBINDIFF_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("GATEHOUSE_CASBINDIFF_SEED: %v", err)
-		}
-	}
-	n := 40
-	if s := os.Getenv("GATEHOUSE_CASBINDIFF_N"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("GATEHOUSE_CASBINDIFF_N: %v", err)
-		}
-	}
-	t.Logf("seed %d (GATEHOUSE_CASBINDIFF_SEED=%d reproduces it), %d policies", seed, seed, n)
+	rng, seed, n := randomRun(t, 40, "policies")
 	o := argoCD(t)
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	var total outcome
 	for i := 0; i < n; i++ {
 		c := randomPolicy(rng, i)
@@ -49,6 +34,28 @@ func TestRandomPoliciesAgreeWithArgoCD(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests: Argo CD allows %d; Gatehouse denies %d of those, each explained by the report", total.requests, total.allowed, total.stricter)
+}
+
+// randomRun returns the generator of a random test: its seed is
+// GATEHOUSE_CASBINDIFF_SEED or the clock's, printed so that a failure can
+// be run again, and it runs GATEHOUSE_CASBINDIFF_N cases (default n).
+func randomRun(t *testing.T, n int, what string) (*rand.Rand, uint64, int) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GATEHOUSE_CASBINDIFF_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("GATEHOUSE_CASBINDIFF_SEED: %v", err)
+		}
+	}
+	if s := os.Getenv("GATEHOUSE_CASBINDIFF_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("GATEHOUSE_CASBINDIFF_N: %v", err)
+		}
+	}
+	t.Logf("seed %d (GATEHOUSE_CASBINDIFF_SEED=%d reproduces it), %d %s", seed, seed, n, what)
+	return rand.New(rand.NewPCG(seed, seed>>1|1)), seed, n
 }
 
 func pick[T any](rng *rand.Rand, list ...T) T { return list[rng.IntN(len(list))] }
