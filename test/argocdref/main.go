@@ -1,7 +1,9 @@
 // Command argocdref answers RBAC questions with Argo CD's own enforcer
 // (github.com/argoproj/argo-cd/v3 v3.5.0, util/rbac and server/rbacpolicy),
-// wired as argocd-server wires it, so that Gatehouse's tests can hold the
-// casbin importer to Argo CD's decisions. It is its own module so that the
+// wired as argocd-server wires it, and pattern questions with its own
+// matching (util/security IsNamespaceEnabled, AppProject
+// IsDestinationPermitted), so that Gatehouse's tests can hold the casbin
+// importer and the namespace and destination checks to Argo CD's decisions. It is its own module so that the
 // product's go.mod does not carry Argo CD; and its own process because Argo CD
 // links github.com/gobwas/glob v0.2.3 and Gatehouse (and OPA) v1.0.0, whose
 // APIs differ, so the two cannot share a binary.
