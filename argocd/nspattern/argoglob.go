@@ -83,7 +83,7 @@ func (g *Glob) Match(name string) bool {
 func (g *Glob) Plain() bool { return g.around == nil }
 
 // errAmbiguous refuses a glob with an empty alternative.
-var errAmbiguous = fmt.Errorf(`an empty alternative ("{a,}", "{,a}" or "{}") makes Argo CD's glob library match other names than it says, or fail: write each alternative as an entry of its own (%w)`, ErrUnknownToArgoCD)
+var errAmbiguous = fmt.Errorf(`an empty alternative ("{a,}", "{,a}" or "{}"): %w; write each alternative as an entry of its own`, ErrUnknownToArgoCD)
 
 // literalAround returns the prefix and suffix of a glob made of a literal,
 // one run of stars and a literal, both unescaped, or false.
