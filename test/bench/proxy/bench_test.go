@@ -157,6 +157,9 @@ func runLoad(b *testing.B) {
 	}
 	fmt.Fprintf(&s, "snapshot swapped %d times in %d runs of %s: %d failed requests; p99 %s times the round's without swaps; %s requests/s\n",
 		swaps, *rounds, *duration, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
+	for i := range swapP99Ratio {
+		fmt.Fprintf(&s, "  round %d with swaps: p99 %.2f times, %.0f requests/s\n", i+1, swapP99Ratio[i], swapRPS[i])
+	}
 	fmt.Print(s.String())
 
 	_, cpu, _ := stats(gh0.cpuPerReq)
