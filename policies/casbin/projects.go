@@ -40,14 +40,21 @@ type projectPolicy struct {
 func readProject(pr Project, rep *report) *projectPolicy {
 	p := &parsed{}
 	local := &report{}
-	add := func(text string, l Line, builtin bool) {
+	// generated lines (Argo CD's own "projects, get" line) are not
+	// reported as ignored, but one Argo CD cannot load (a role name with a
+	// comma) fails the project like any other.
+	add := func(text string, l Line, generated bool) {
 		for _, part := range strings.Split(text, "\n") {
 			part = strings.TrimSpace(part)
 			if part == "" || strings.HasPrefix(part, "#") {
 				continue
 			}
 			l.Text = part
-			p.line(l, builtin, local)
+			n := len(p.ps)
+			p.line(l, false, local)
+			if generated && len(p.ps) > n {
+				p.ps[n].builtin = true
+			}
 		}
 	}
 	for _, role := range pr.Roles {

@@ -169,7 +169,7 @@ func randomProjectRoles(rng *rand.Rand, subjectOf func() string, objects []strin
 	out := map[string][]casbin.ProjectRole{}
 	for _, project := range projects {
 		for n := rng.IntN(3); n > 0; n-- {
-			r := casbin.ProjectRole{Name: pick(rng, "ci", "deploy", "viewer")}
+			r := casbin.ProjectRole{Name: pick(rng, "ci", "deploy", "viewer", "ci,x")}
 			token := "proj:" + project + ":" + r.Name
 			for k := rng.IntN(4); k > 0; k-- {
 				r.Groups = append(r.Groups, pick(rng, randomGroups...))
