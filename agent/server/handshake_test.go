@@ -170,7 +170,9 @@ func (l *lockedBuffer) String() string {
 // IdleConnectionTimeout (its pings do not keep it); an agent holding its
 // CommandChannel is not, however long it has been connected.
 func TestConnectionsWithoutAStreamAreClosed(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.IdleConnectionTimeout = 300 * time.Millisecond })
+	// Long enough that the client sees the connection ready before the
+	// server lets it go, even on a loaded machine.
+	h := newHarness(t, func(o *Options) { o.IdleConnectionTimeout = time.Second })
 	agent, _ := h.connect("token-a", nil)
 	cfg := &tls.Config{RootCAs: h.ca.pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
 	cc, err := grpc.NewClient(h.addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
@@ -188,7 +190,7 @@ func TestConnectionsWithoutAStreamAreClosed(t *testing.T) {
 		}
 	}
 	if !cc.WaitForStateChange(ctx, connectivity.Ready) {
-		t.Fatal("a connection without a stream is still open after 30s, want it closed after IdleConnectionTimeout (300ms)")
+		t.Fatal("a connection without a stream is still open after 30s, want it closed after IdleConnectionTimeout (1s)")
 	}
 	// The agent connected first, so it has been idle-eligible for longer.
 	select {
