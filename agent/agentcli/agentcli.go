@@ -26,6 +26,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/client"
 	"github.com/gatehouse-dev/gatehouse/logflags"
 	"github.com/gatehouse-dev/gatehouse/memflags"
+	"github.com/gatehouse-dev/gatehouse/servingcert"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
@@ -43,6 +44,8 @@ type Options struct {
 	StaleAfter     time.Duration
 	UnreadyAfter   time.Duration
 	AdminAddress   string
+	AdminCertFile  string
+	AdminKeyFile   string
 	AgentID        string
 	PodName        string
 	PodNamespace   string
@@ -69,6 +72,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UnreadyAfter, "stale-unready-after", client.DefaultUnreadyAfter,
 		"how long the agent may be behind before /readyz fails and takes the Pod out of the Service (0: never); a version every proxy refuses as invalid never does")
 	fs.StringVar(&o.AdminAddress, "admin-bind-address", ":8082", "address of /healthz, /readyz and /metrics")
+	fs.StringVar(&o.AdminCertFile, "admin-tls-cert-file", "", "serve --admin-bind-address over HTTPS with this certificate (re-read when it changes), as Prometheus scrapes it from other Pods; default: plain HTTP")
+	fs.StringVar(&o.AdminKeyFile, "admin-tls-key-file", "", "key of --admin-tls-cert-file")
 	fs.StringVar(&o.AgentID, "agent-id", os.Getenv("POD_UID"), "agent identity reported to the control plane (the control plane trusts the Pod UID bound in the token); default: $POD_UID")
 	fs.StringVar(&o.PodName, "pod-name", os.Getenv("POD_NAME"), "Pod name (default: $POD_NAME)")
 	fs.StringVar(&o.PodNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "Pod namespace (default: $POD_NAMESPACE)")
@@ -96,6 +101,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
+	}
+	if (o.AdminCertFile == "") != (o.AdminKeyFile == "") {
+		errs = append(errs, errors.New("--admin-tls-cert-file and --admin-tls-key-file go together"))
 	}
 	return append(errs, o.Memory.Validate()...)
 }
@@ -163,8 +171,21 @@ func Run(ctx context.Context, o *Options, version string, logger *slog.Logger) e
 		return err
 	}
 	admin := &http.Server{Addr: o.AdminAddress, Handler: a.AdminHandler(reg), ReadHeaderTimeout: 5 * time.Second}
+	if o.AdminCertFile != "" {
+		certs, err := servingcert.New(servingcert.Options{CertFile: o.AdminCertFile, KeyFile: o.AdminKeyFile, Logger: logger})
+		if err != nil {
+			return fmt.Errorf("admin endpoint: %w", err)
+		}
+		admin.TLSConfig = certs.ServerConfig()
+	}
 	adminErr := make(chan error, 1)
-	go func() { adminErr <- admin.ListenAndServe() }()
+	go func() {
+		if admin.TLSConfig != nil {
+			adminErr <- admin.ListenAndServeTLS("", "")
+			return
+		}
+		adminErr <- admin.ListenAndServe()
+	}()
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -22,6 +22,7 @@ func TestCommandRefusesBadFlags(t *testing.T) {
 		{[]string{"--stale-after", "0s"}, "--stale-after"},
 		{[]string{"--stale-unready-after", "30s"}, "--stale-unready-after 30s: want 0 (never) or at least --stale-after (1m0s)"},
 		{[]string{"--stale-unready-after", "-1s"}, "--stale-unready-after"},
+		{[]string{"--admin-tls-cert-file", "tls.crt"}, "--admin-tls-cert-file and --admin-tls-key-file go together"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

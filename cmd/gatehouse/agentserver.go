@@ -148,7 +148,7 @@ func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		debug := make(chan error, 1)
-		go func() { debug <- serveHTTP(ctx, o.DebugAddress, srv.DebugHandler()); cancel() }()
+		go func() { debug <- serveHTTP(ctx, o.DebugAddress, srv.DebugHandler(), nil); cancel() }()
 		err = srv.Serve(ctx, lis)
 		cancel()
 		if derr := <-debug; derr != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/logflags"
 	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/servingcert"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
 )
@@ -59,6 +60,9 @@ type controllerOptions struct {
 	ProxySecret        string
 	ProxyService       string
 	MetricsBindAddress string
+	MetricsSecure      bool
+	MetricsCertFile    string
+	MetricsKeyFile     string
 	ProbeBindAddress   string
 	Profiling          bool
 	LeaderElect        bool
@@ -89,7 +93,10 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProxySecret, "proxy-secret", "gatehouse-proxy-tls", `Secret in --namespace the self-managed CA issues the extension proxy's serving certificate into (tls.crt, tls.key, ca.crt; never the CA's key); "" issues none`)
 	fs.StringVar(&o.ProxyService, "proxy-service", "gatehouse-proxy", "Service fronting the extension proxy in --namespace; its DNS names go into the proxy's certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
-	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve --metrics-bind-address over HTTPS (TLS 1.3) with --metrics-cert-file, since Prometheus scrapes it from other Pods; false serves plain HTTP, for a loopback address")
+	fs.StringVar(&o.MetricsCertFile, "metrics-cert-file", "", "serving certificate of --metrics-bind-address, re-read when it changes (default: the agent endpoint's, --agent-cert-file)")
+	fs.StringVar(&o.MetricsKeyFile, "metrics-key-file", "", "key of --metrics-cert-file (default: --agent-key-file)")
+	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (plain HTTP: the kubelet's probes come from the Pod's own node)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
 	fs.BoolVar(&o.CheckPermissions, "check-permissions", true, "at start, ask the API server (SelfSubjectAccessReview) whether the controller may do everything it needs, and exit naming what it may not")
@@ -106,6 +113,29 @@ func (o *controllerOptions) Complete(fs *pflag.FlagSet) {
 		o.overrides.TrackingMethod = &o.TrackingMethod
 	}
 	o.Agents.complete(o.WebhookCertDir, o.Namespace)
+	if o.MetricsCertFile == "" {
+		o.MetricsCertFile = o.Agents.CertFile
+	}
+	if o.MetricsKeyFile == "" {
+		o.MetricsKeyFile = o.Agents.KeyFile
+	}
+}
+
+// metricsTLS is the metrics listener's TLS configuration; nil when it
+// serves plain HTTP. The certificate must load now: a listener told to
+// serve TLS must not fall back to anything else (controller-runtime would
+// make up a self-signed certificate).
+func (o *controllerOptions) metricsTLS(logger *slog.Logger) (*tls.Config, error) {
+	if !o.MetricsSecure || o.MetricsBindAddress == "0" || o.MetricsBindAddress == "" {
+		return nil, nil
+	}
+	certs, err := servingcert.New(servingcert.Options{CertFile: o.MetricsCertFile, KeyFile: o.MetricsKeyFile, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("metrics endpoint (--metrics-secure): %w", err)
+	}
+	c := certs.ServerConfig()
+	serverTLS(c)
+	return c, nil
 }
 
 func (o *controllerOptions) Validate() []error {
@@ -249,10 +279,21 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	metricsOpts := metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra}
+	metricsTLS, err := o.metricsTLS(logger)
+	if err != nil {
+		return err
+	}
+	if metricsTLS != nil {
+		metricsOpts.SecureServing = true
+		metricsOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion, c.NextProtos, c.GetCertificate = metricsTLS.MinVersion, metricsTLS.NextProtos, metricsTLS.GetCertificate
+		}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
+		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.ProbeBindAddress,
 		// Only the PolicyBundle controller waits for the Lease; admission,
 		// snapshots and agents run on every replica.

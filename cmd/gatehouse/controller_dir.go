@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,9 +50,17 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	parts := []func(context.Context) error{run, serveAgents(agents, &o.Agents, logger)}
-	for addr, h := range map[string]http.Handler{o.MetricsBindAddress: admin, o.ProbeBindAddress: probes} {
-		if addr != "0" && addr != "" {
-			parts = append(parts, func(ctx context.Context) error { return serveHTTP(ctx, addr, h) })
+	metricsTLS, err := o.metricsTLS(logger)
+	if err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		addr string
+		h    http.Handler
+		tls  *tls.Config
+	}{{o.MetricsBindAddress, admin, metricsTLS}, {o.ProbeBindAddress, probes, nil}} {
+		if l.addr != "0" && l.addr != "" {
+			parts = append(parts, func(ctx context.Context) error { return serveHTTP(ctx, l.addr, l.h, l.tls) })
 		}
 	}
 	// The first part to end ends them all: a listener that fails must not
@@ -68,11 +77,15 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	return errors.Join(errs...)
 }
 
-// serveHTTP serves h on addr until ctx ends.
-func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
+// serveHTTP serves h on addr until ctx ends, over TLS with a non-nil
+// tlsConfig.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if tlsConfig != nil {
+		lis = tls.NewListener(lis, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

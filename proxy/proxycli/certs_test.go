@@ -1,66 +1,97 @@
 package proxycli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
-// writePair writes a self-signed pair that expires at notAfter, with a
-// modification time of mod so the reloader sees it as new.
-func writePair(t *testing.T, dir string, notAfter, mod time.Time) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// TestListenersServeTLSWithACertificate: with --tls-cert-file, the health
+// listener (probes and /metrics, which other Pods reach) serves HTTPS with
+// the same certificate as the extension listener and answers nothing in
+// plain HTTP; the admin endpoint, on loopback for the agent, stays plain.
+func TestListenersServeTLSWithACertificate(t *testing.T) {
+	dir := t.TempDir()
+	pki, err := testkit.WriteServingFiles(filepath.Join(dir, "pki"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gatehouse-proxy"},
-		NotBefore: notAfter.Add(-time.Hour), NotAfter: notAfter, DNSNames: []string{"gatehouse-proxy"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	for f, b := range map[string][]byte{certFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyFile: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})} {
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(f, mod, mod); err != nil {
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = testkit.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return certFile, keyFile
+	o := defaults(t)
+	o.SnapshotDir = filepath.Join(dir, "volume")
+	o.CertFile, o.KeyFile = pki.CertFile, pki.KeyFile
+	o.Listen, o.AdminListen, o.HealthListen = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	verified := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.CA.Pool(), MinVersion: tls.VersionTLS12}}}
+	if err := waitGet(verified, "https://"+o.HealthListen+"/healthz"); err != nil {
+		t.Fatalf("the health listener never answered over HTTPS: %v", err)
+	}
+	for _, tc := range []struct {
+		name, url string
+		client    *http.Client
+		want      string // in the body; "" for a refusal
+	}{
+		{"metrics over HTTPS, verified with the CA", "https://" + o.HealthListen + "/metrics", verified, "gatehouse_proxy_certificate_expiry_timestamp_seconds"},
+		{"metrics in plain HTTP", "http://" + o.HealthListen + "/metrics", http.DefaultClient, ""},
+		{"the extension listener in plain HTTP", "http://" + o.Listen + "/api/v1/extensions/x/", http.DefaultClient, ""},
+		{"the admin endpoint stays plain on loopback", "http://" + o.AdminListen + "/healthz", http.DefaultClient, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body, err := fetch(tc.client, tc.url)
+			if tc.want == "" {
+				// Go's TLS server answers a plain request with a 400 and
+				// nothing of the handler's.
+				if err == nil && (status != http.StatusBadRequest || !strings.Contains(body, "HTTPS")) {
+					t.Fatalf("plain HTTP got %d %q, want a refusal", status, body)
+				}
+				return
+			}
+			if err != nil || status != http.StatusOK || !strings.Contains(body, tc.want) {
+				t.Fatalf("got %d, %v, body without %q", status, err, tc.want)
+			}
+		})
+	}
 }
 
-// TestCertificateExpiryFollowsTheFiles: the metric reads the pair on disk,
-// so a renewed Secret shows in it before any client connects.
-func TestCertificateExpiryFollowsTheFiles(t *testing.T) {
-	dir := t.TempDir()
-	r := &certReloader{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key")}
-	if got := r.expiry(); got != 0 {
-		t.Fatalf("expiry without files = %v, want 0", got)
+func fetch(c *http.Client, url string) (int, string, error) {
+	resp, err := c.Get(url) //nolint:noctx // loopback test
+	if err != nil {
+		return 0, "", err
 	}
-	first := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	writePair(t, dir, first, time.Unix(1000, 0))
-	if got := r.expiry(); got != float64(first.Unix()) {
-		t.Fatalf("expiry = %v, want %v", got, first.Unix())
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func waitGet(c *http.Client, url string) error {
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var status int
+		if status, _, err = fetch(c, url); err == nil && status == http.StatusOK {
+			return nil
+		}
 	}
-	renewed := first.AddDate(1, 0, 0)
-	writePair(t, dir, renewed, time.Unix(2000, 0))
-	if got := r.expiry(); got != float64(renewed.Unix()) {
-		t.Fatalf("expiry after renewal = %v, want %v", got, renewed.Unix())
-	}
+	return err
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/memflags"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
+	"github.com/gatehouse-dev/gatehouse/servingcert"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
@@ -69,8 +70,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "/var/run/gatehouse/snapshot", "shared volume the agent writes snapshots to (its --root)")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address extension requests are served on")
 	fs.StringVar(&o.AdminListen, "admin-listen", "127.0.0.1:9901", "admin address: "+proxy.StatePath+" (the version served, for the agent's --confirm-url), /healthz, /readyz, /metrics; keep it on loopback")
-	fs.StringVar(&o.HealthListen, "health-listen", ":8081", `address of /healthz, /readyz and /metrics for the kubelet and Prometheus ("0" disables it)`)
-	fs.StringVar(&o.CertFile, "tls-cert-file", "", "serve HTTPS with this certificate (re-read when it changes); default: plain HTTP")
+	fs.StringVar(&o.HealthListen, "health-listen", ":8081", `address of /healthz, /readyz and /metrics for the kubelet and Prometheus, served over HTTPS with --tls-cert-file when it is given ("0" disables it)`)
+	fs.StringVar(&o.CertFile, "tls-cert-file", "", "serve HTTPS with this certificate on --listen and --health-listen (re-read when it changes); default: plain HTTP")
 	fs.StringVar(&o.KeyFile, "tls-key-file", "", "key of --tls-cert-file")
 	fs.BoolVar(&o.DecisionLog, "decision-log", false, "log every policy decision (user, extension, Application, method, outcome, reason; never tokens or paths)")
 	fs.BoolVar(&o.PolicyShadow, "policy-shadow", false, "shadow mode for every policy: decide and log, but allow what the policy denies")
@@ -194,18 +195,24 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	}
 	main := &http.Server{Handler: p, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
 		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	// With a certificate, every listener other Pods reach serves TLS: the
+	// extension listener and the health listener Prometheus scrapes. The
+	// admin endpoint stays plain HTTP on loopback, for the agent beside it.
+	var health *tls.Config
 	if o.CertFile != "" {
-		certs := &certReloader{certFile: o.CertFile, keyFile: o.KeyFile}
-		if _, err := certs.get(nil); err != nil {
+		certs, err := servingcert.New(servingcert.Options{CertFile: o.CertFile, KeyFile: o.KeyFile, Logger: logger})
+		if err != nil {
 			return err
 		}
-		main.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
-		reg.MustRegister(CertificateExpiry(certs.expiry))
+		main.TLSConfig = certs.ServerConfig()
+		health = certs.ServerConfig()
+		reg.MustRegister(CertificateExpiry(certificateExpiry(certs)))
 	}
 	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
 		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}
 	if o.HealthListen != "0" {
-		servers = append(servers, &serving{name: "health", addr: o.HealthListen, srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second}})
+		servers = append(servers, &serving{name: "health", addr: o.HealthListen, tls: health != nil,
+			srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second, TLSConfig: health}})
 	}
 	for _, s := range servers {
 		if s.ln, err = net.Listen("tcp", s.addr); err != nil {

@@ -106,6 +106,11 @@ func runController(c *cluster) (*controllerFigures, error) {
 			return nil, err
 		}
 		cmd.Args = append(cmd.Args, "--profiling", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+		// The profile is read over loopback in plain HTTP; newer
+		// controllers serve metrics (and profiles) over HTTPS by default.
+		if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--metrics-secure") {
+			cmd.Args = append(cmd.Args, "--metrics-secure=false")
+		}
 	}
 	// Newer controllers also serve agents (gRPC) by default: keep that on,
 	// as shipped, but on a loopback port of its own.

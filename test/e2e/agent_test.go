@@ -154,7 +154,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func statusCode(t testing.TB, url string) int {
 	t.Helper()
-	resp, err := http.Get(url) //nolint:noctx // a test against loopback
+	resp, err := scraper.Get(url) //nolint:noctx // a test against loopback
 	if err != nil {
 		t.Fatal(err)
 	}

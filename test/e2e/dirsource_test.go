@@ -37,12 +37,12 @@ func TestDirSourceToAgent(t *testing.T) {
 	writeFile(t, tokens, "dev-token agent-dev-1\n")
 	writeFile(t, tokenFile, "dev-token")
 	ports := freePorts(t, 5)
-	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "http://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
+	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "https://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	debug := "http://127.0.0.1:" + itoa(ports[4])
 	var ctrlLogs, agentLogs processLog
 	ctrl := exec.Command(c.bin, "controller", "--source", "dir:"+src,
 		"--agent-static-token-file", tokens, "--agent-cert-file", pki.CertFile, "--agent-key-file", pki.KeyFile,
-		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "http://"),
+		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "https://"),
 		"--health-probe-bind-address", strings.TrimPrefix(probes, "http://"), "--debug-bind-address", strings.TrimPrefix(debug, "http://"),
 		"--log-format", "text")
 	ctrl.Stdout, ctrl.Stderr = &ctrlLogs, &ctrlLogs
@@ -200,7 +200,7 @@ func freePorts(t testing.TB, n int) []int {
 
 func get(t testing.TB, url string) string {
 	t.Helper()
-	resp, err := http.Get(url) //nolint:noctx // a test against loopback
+	resp, err := scraper.Get(url) //nolint:noctx // a test against loopback
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -369,8 +369,11 @@ func (p *controllerProc) choosePorts() error {
 }
 
 func (p *controllerProc) agentAddr() string { return fmt.Sprintf("127.0.0.1:%d", p.agentPort) }
+
+// metricsURL is HTTPS: the controller serves its metrics with its own
+// certificate (--metrics-secure, on by default).
 func (p *controllerProc) metricsURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d", p.metricsPort)
+	return fmt.Sprintf("https://127.0.0.1:%d", p.metricsPort)
 }
 func (p *controllerProc) debugURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.debugPort) }
 func (p *controllerProc) webhookAddr() string {

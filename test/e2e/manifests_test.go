@@ -206,14 +206,23 @@ func TestProxyManifests(t *testing.T) {
 		if mountsToken != (c.Name == "agent") {
 			t.Errorf("container %s mounts the projected token: %v (only the agent may)", c.Name, mountsToken)
 		}
-		if (tlsMount != "") != (c.Name == "proxy") {
-			t.Errorf("container %s mounts the serving certificate at %q (only the proxy may)", c.Name, tlsMount)
+		// Both serve what other Pods reach over TLS with it: the proxy
+		// its extension and health listeners, the agent its /metrics.
+		if tlsMount == "" {
+			t.Errorf("container %s does not mount the serving certificate", c.Name)
 		}
-		if c.Name == "proxy" {
-			for _, want := range []string{"--tls-cert-file=" + tlsMount + "/tls.crt", "--tls-key-file=" + tlsMount + "/tls.key"} {
-				if !slices.Contains(c.Args, want) {
-					t.Errorf("the proxy runs with %q, want %s: extension requests carry Argo CD's token and must be served over TLS", c.Args, want)
-				}
+		wants := map[string][]string{
+			"proxy": {"--tls-cert-file=" + tlsMount + "/tls.crt", "--tls-key-file=" + tlsMount + "/tls.key"},
+			"agent": {"--admin-tls-cert-file=" + tlsMount + "/tls.crt", "--admin-tls-key-file=" + tlsMount + "/tls.key"},
+		}
+		for _, want := range wants[c.Name] {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("the %s runs with %q, want %s: what it serves to other Pods (extension requests with Argo CD's token, metrics) must be served over TLS", c.Name, c.Args, want)
+			}
+		}
+		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+				t.Errorf("the %s's probe of %s asks in %q, but the listener serves HTTPS", c.Name, p.HTTPGet.Path, p.HTTPGet.Scheme)
 			}
 		}
 		if c.Name == "proxy" {
@@ -296,9 +305,7 @@ func TestServicesReachTheirPods(t *testing.T) {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 		Spec     struct {
 			Selector  metav1.LabelSelector `json:"selector"`
-			Endpoints []struct {
-				Port string `json:"port"`
-			} `json:"endpoints"`
+			Endpoints []scrapeEndpoint     `json:"endpoints"`
 		} `json:"spec"`
 	}
 	for _, o := range render(t, "../../manifests/monitoring") {
@@ -322,6 +329,11 @@ func TestServicesReachTheirPods(t *testing.T) {
 		for _, e := range sm.Spec.Endpoints {
 			if !slices.ContainsFunc(selected[0].Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == e.Port }) {
 				t.Errorf("ServiceMonitor %s scrapes port %q, which Service %s does not have", sm.Metadata.Name, e.Port, selected[0].Name)
+			}
+			// TLS across Pods: Prometheus verifies what it scrapes.
+			svcName := selected[0].Name + "." + selected[0].Namespace + ".svc"
+			if e.Scheme != "https" || e.TLSConfig.ServerName != svcName || e.TLSConfig.CA.Secret.Key != "ca.crt" || e.TLSConfig.CA.Secret.Name == "" {
+				t.Errorf("ServiceMonitor %s scrapes port %q with %+v, want https verified with a Secret's ca.crt for %s", sm.Metadata.Name, e.Port, e, svcName)
 			}
 		}
 	}
@@ -409,4 +421,44 @@ func TestIngressExample(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scrapeEndpoint is what the tests read of a ServiceMonitor's endpoint.
+type scrapeEndpoint struct {
+	Port      string `json:"port"`
+	Scheme    string `json:"scheme"`
+	TLSConfig struct {
+		ServerName string `json:"serverName"`
+		CA         struct {
+			Secret struct {
+				Name string `json:"name"`
+				Key  string `json:"key"`
+			} `json:"secret"`
+		} `json:"ca"`
+	} `json:"tlsConfig"`
+}
+
+// scrapeEndpoints are the endpoints of manifests/monitoring's
+// ServiceMonitors, by ServiceMonitor name and port.
+func scrapeEndpoints(t *testing.T) map[string]scrapeEndpoint {
+	t.Helper()
+	out := map[string]scrapeEndpoint{}
+	for _, o := range render(t, "../../manifests/monitoring") {
+		if o.Kind != "ServiceMonitor" {
+			continue
+		}
+		var sm struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Spec     struct {
+				Endpoints []scrapeEndpoint `json:"endpoints"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(o.raw, &sm); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range sm.Spec.Endpoints {
+			out[sm.Metadata.Name+"/"+e.Port] = e
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +51,10 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 		t.Error("the proxy's ca.crt is not the CA bundle of the webhook's Secret")
 	}
 
-	// The proxy as the shipped Deployment runs it: its arguments, with
-	// each volume's mount path moved into a temporary directory and the
-	// Secret's items written where the kubelet would put them.
+	// The proxy as the shipped Deployment runs it (the image's binary):
+	// its arguments, with each volume's mount path moved into a temporary
+	// directory and the Secrets' items written where the kubelet would put
+	// them.
 	deploy := find[appsv1.Deployment](t, render(t, "../../manifests"), "Deployment", "gatehouse-proxy")
 	spec := deploy.Spec.Template.Spec
 	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == "proxy" })
@@ -59,57 +63,18 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 	}
 	container := spec.Containers[i]
 	dir := t.TempDir()
-	mounts := map[string]string{} // mount path → where it is here
-	for _, m := range container.VolumeMounts {
-		here := filepath.Join(dir, m.Name)
-		mounts[m.MountPath] = here
-		if err := os.Mkdir(here, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range spec.Volumes {
-			if v.Name != m.Name || v.Secret == nil {
-				continue
-			}
-			if v.Secret.SecretName != "gatehouse-proxy-tls" {
-				t.Fatalf("the proxy container mounts Secret %s", v.Secret.SecretName)
-			}
-			for _, item := range v.Secret.Items {
-				writeFile(t, filepath.Join(here, item.Path), string(data[item.Key]))
-			}
-		}
-	}
-	ports := freePorts(t, 3)
-	listen, health := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1])
-	var args []string
-	sawCert := false
+	volumes := podVolumes(t, spec, dir, map[string]map[string][]byte{"gatehouse-proxy-tls": data, "gatehouse-webhook-tls": proxyCertSecret(t, "gatehouse-webhook-tls")})
+	ports := freePorts(t, 4)
+	listen, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[3])
+	args, sawCert := shippedArgs(container, volumes, map[string]string{"--listen": listen, "--health-listen": health, "--admin-listen": "127.0.0.1:" + itoa(ports[2])}), false
 	for _, a := range container.Args {
-		flag, value, _ := strings.Cut(a, "=")
-		switch flag {
-		case "--listen":
-			value = listen
-		case "--health-listen":
-			value = health
-		case "--admin-listen":
-			value = "127.0.0.1:" + itoa(ports[2])
-		case "--tls-cert-file":
-			sawCert = true
-		}
-		for path, here := range mounts {
-			if rest, ok := strings.CutPrefix(value, path+"/"); ok || value == path {
-				value = filepath.Join(here, rest)
-			}
-		}
-		args = append(args, flag+"="+value)
+		sawCert = sawCert || strings.HasPrefix(a, "--tls-cert-file=")
 	}
 	if !sawCert {
 		t.Fatalf("the proxy runs with %q: no --tls-cert-file, so it serves plain HTTP", container.Args)
 	}
-	proxyBin := filepath.Join(dir, "gatehouse-proxy")
-	if out, err := exec.Command("go", "build", "-o", proxyBin, "../../cmd/gatehouse-proxy").CombinedOutput(); err != nil {
-		t.Fatalf("go build gatehouse-proxy: %v\n%s", err, out)
-	}
 	var logs processLog
-	proxy := exec.Command(proxyBin, append(args, "--log-format", "text")...)
+	proxy := exec.Command(binaries.prx, append(args, "--log-format", "text")...)
 	proxy.Stdout, proxy.Stderr = &logs, &logs
 	startProcess(t, proxy, "proxy", &logs)
 	defer func() {
@@ -188,4 +153,133 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 			t.Fatalf("plain HTTP got %d, want the TLS server's 400", resp.StatusCode)
 		}
 	})
+
+	// Prometheus scrapes the proxy and the agent beside it (another Pod)
+	// as the ServiceMonitor says: HTTPS, verified with its CA and name.
+	// The agent runs as shipped, but with a control plane it cannot reach:
+	// its admin endpoint serves regardless.
+	j := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "agent" })
+	if j < 0 {
+		t.Fatal("the proxy Deployment has no agent sidecar")
+	}
+	agentArgs := shippedArgs(spec.InitContainers[j], volumes, map[string]string{"--admin-bind-address": agentAdmin, "--server": "127.0.0.1:1"})
+	var agentLogs processLog
+	agent := exec.Command(binaries.agent, append(agentArgs, "--agent-id=a", "--pod-name=p", "--pod-namespace=gatehouse-system", "--pod-uid=u", "--log-format=text")...)
+	agent.Stdout, agent.Stderr = &agentLogs, &agentLogs
+	startProcess(t, agent, "agent", &agentLogs)
+	endpoints := scrapeEndpoints(t)
+	for _, tt := range []struct{ endpoint, addr, series string }{
+		{"gatehouse-proxy/metrics", health, "gatehouse_proxy_certificate_expiry_timestamp_seconds"},
+		{"gatehouse-proxy/agent-metrics", agentAdmin, "gatehouse_agent_connect_attempts_total"},
+	} {
+		t.Run("Prometheus scrapes "+tt.endpoint, func(t *testing.T) {
+			scrapeAsPrometheus(t, endpoints[tt.endpoint], "https://"+tt.addr+"/metrics", tt.series)
+			resp, err := http.Get("http://" + tt.addr + "/metrics") //nolint:noctx // loopback
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest {
+					t.Fatalf("plain HTTP got %d, want the TLS server's 400", resp.StatusCode)
+				}
+			}
+		})
+	}
+	if t.Failed() {
+		t.Logf("agent log:\n%s", agentLogs.String())
+	}
+}
+
+// scrapeAsPrometheus reads url as the Prometheus operator configures a
+// scrape of e: HTTPS, trusting only the ca.crt of the Secret e names, for
+// e's server name; it waits for the listener to come up, then wants series.
+func scrapeAsPrometheus(t *testing.T, e scrapeEndpoint, url, series string) {
+	t.Helper()
+	if e.Scheme != "https" {
+		t.Fatalf("the ServiceMonitor scrapes in %q", e.Scheme)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(proxyCertSecret(t, e.TLSConfig.CA.Secret.Name)[e.TLSConfig.CA.Secret.Key]) {
+		t.Fatalf("Secret %s has no certificate in %s", e.TLSConfig.CA.Secret.Name, e.TLSConfig.CA.Secret.Key)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: e.TLSConfig.ServerName, MinVersion: tls.VersionTLS12}}}
+	var body []byte
+	var lastErr error
+	waitFor(t, 30*time.Second, url+" answers Prometheus", func() bool {
+		resp, err := client.Get(url) //nolint:noctx // loopback
+		if err != nil {
+			lastErr = err
+			// Only a listener not up yet is worth waiting for; a
+			// verification failure, or plain HTTP, will not heal.
+			return !errors.Is(err, syscall.ECONNREFUSED)
+		}
+		defer resp.Body.Close()
+		body, lastErr = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	})
+	if !bytes.Contains(body, []byte(series)) {
+		t.Fatalf("%s: %v; no %s in what Prometheus read", url, lastErr, series)
+	}
+}
+
+// podVolumes lays out a Pod's volumes under dir as the kubelet would: a
+// directory per volume, the items of Secret and projected Secret volumes
+// written from secrets (by Secret name), a token file for a projected
+// ServiceAccount token (its content does not matter here). It returns each
+// volume's directory by name.
+func podVolumes(t *testing.T, spec corev1.PodSpec, dir string, secrets map[string]map[string][]byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	writeItems := func(here, secret string, items []corev1.KeyToPath) {
+		data, ok := secrets[secret]
+		if !ok {
+			t.Fatalf("the Pod mounts Secret %s, which this test does not know", secret)
+		}
+		for _, item := range items {
+			writeFile(t, filepath.Join(here, item.Path), string(data[item.Key]))
+		}
+	}
+	for _, v := range spec.Volumes {
+		here := filepath.Join(dir, v.Name)
+		if err := os.Mkdir(here, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		out[v.Name] = here
+		switch {
+		case v.Secret != nil:
+			writeItems(here, v.Secret.SecretName, v.Secret.Items)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					writeItems(here, src.Secret.Name, src.Secret.Items)
+				}
+				if src.ServiceAccountToken != nil {
+					writeFile(t, filepath.Join(here, src.ServiceAccountToken.Path), "not-a-token")
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shippedArgs are a container's arguments with each mount path moved to
+// its volume's directory and the flags in set given other values.
+func shippedArgs(c corev1.Container, volumes, set map[string]string) []string {
+	mounts := map[string]string{} // mount path → where it is here
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = volumes[m.Name]
+	}
+	var args []string
+	for _, a := range c.Args {
+		flag, value, _ := strings.Cut(a, "=")
+		if v, ok := set[flag]; ok {
+			value = v
+		}
+		for path, here := range mounts {
+			if rest, ok := strings.CutPrefix(value, path+"/"); ok || value == path {
+				value = filepath.Join(here, rest)
+			}
+		}
+		args = append(args, flag+"="+value)
+	}
+	return args
 }
