@@ -181,3 +181,52 @@ func mustLeaf(t *testing.T, certFile string) *x509.Certificate {
 	}
 	return c
 }
+
+// TestClientCAsAreReadWithThePair: the client CA bundle is read with the
+// pair, a bundle that does not parse keeps the last good set, and New
+// refuses one that does not load.
+func TestClientCAsAreReadWithThePair(t *testing.T) {
+	dir := t.TempDir()
+	p := pair(t, dir)
+	f, err := servingcert.New(servingcert.Options{CertFile: p.CertFile, KeyFile: p.KeyFile, ClientCAFile: p.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusts := func(ca *testkit.CA) bool {
+		t.Helper()
+		_, pool := f.Current()
+		certPEM, _, err := ca.Client("agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(certPEM)
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err == nil
+	}
+	if !trusts(p.CA) {
+		t.Fatal("the client CA bundle does not hold the CA")
+	}
+	other, err := testkit.NewCA("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testkit.WriteAtomic(p.CAFile, other.PEM); err != nil {
+		t.Fatal(err)
+	}
+	if !trusts(other) || trusts(p.CA) {
+		t.Fatal("a new client CA bundle was not read")
+	}
+	if err := testkit.WriteAtomic(p.CAFile, []byte("not PEM")); err != nil {
+		t.Fatal(err)
+	}
+	if !trusts(other) {
+		t.Fatal("a client CA bundle that does not parse replaced the good one")
+	}
+	if _, err := servingcert.New(servingcert.Options{CertFile: p.CertFile, KeyFile: p.KeyFile, ClientCAFile: p.CAFile}); err == nil {
+		t.Fatal("New accepted a client CA bundle without certificates")
+	}
+}

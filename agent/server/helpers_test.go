@@ -163,6 +163,7 @@ func newHarnessHook(t *testing.T, hook func(*Server), configure ...func(*Options
 		KeyFile:       h.keyFile,
 		Registerer:    h.reg,
 		Logger:        testLogger(t),
+		TLSCheckEvery: time.Nanosecond, // tests rotate files faster than once a second
 	}
 	for _, f := range configure {
 		f(&o)
@@ -171,7 +172,6 @@ func newHarnessHook(t *testing.T, hook func(*Server), configure ...func(*Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.tls.checkEvery = 0 // tests rotate files faster than once a second
 	if hook != nil {
 		hook(srv)
 	}

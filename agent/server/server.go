@@ -91,6 +91,9 @@ type Options struct {
 	ClientCAFile string
 	// MinTLSVersion defaults to TLS 1.3; TLS 1.2 is the lowest allowed.
 	MinTLSVersion uint16
+	// TLSCheckEvery bounds how often a handshake looks at the TLS files
+	// (default 1s, so a reconnecting fleet does not stat them per agent).
+	TLSCheckEvery time.Duration
 	// KeepaliveInterval is how often an idle CommandChannel gets a
 	// Keepalive (default 20s); agents are told it too.
 	KeepaliveInterval time.Duration
@@ -133,6 +136,9 @@ func (o *Options) complete() error {
 		o.MinTLSVersion = tls.VersionTLS13
 	case o.MinTLSVersion < tls.VersionTLS12:
 		return fmt.Errorf("minimum TLS version %s is too old; use TLS 1.2 or 1.3", tls.VersionName(o.MinTLSVersion))
+	}
+	if o.TLSCheckEvery <= 0 {
+		o.TLSCheckEvery = defaultCheckEvery
 	}
 	if o.KeepaliveInterval <= 0 {
 		o.KeepaliveInterval = DefaultKeepaliveInterval
@@ -206,7 +212,7 @@ func New(o Options) (*Server, error) {
 	if err := o.complete(); err != nil {
 		return nil, fmt.Errorf("agent server: %w", err)
 	}
-	tf, err := newTLSFiles(o.CertFile, o.KeyFile, o.ClientCAFile, o.MinTLSVersion, o.Logger)
+	tf, err := newTLSFiles(o.CertFile, o.KeyFile, o.ClientCAFile, o.MinTLSVersion, o.TLSCheckEvery, o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("agent server: %w", err)
 	}

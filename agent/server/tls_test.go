@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -170,34 +169,4 @@ func TestTLSVersion(t *testing.T) {
 		t.Fatalf("TLS 1.2 refused with MinTLSVersion 1.2: %v", err)
 	}
 	conn.Close()
-}
-
-// The files are stat'ed at most once per checkEvery.
-func TestTLSReloadIsThrottled(t *testing.T) {
-	ca := newTestCA(t, "ca")
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "c"), filepath.Join(dir, "k")
-	first := ca.leaf(t, "first")
-	writeAtomic(t, certFile, first.certPEM)
-	writeAtomic(t, keyFile, first.keyPEM)
-	tf, err := newTLSFiles(certFile, keyFile, "", tls.VersionTLS13, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tf.now = func() time.Time { return now }
-	tf.lastCheck = now
-	second := ca.leaf(t, "second")
-	writeAtomic(t, keyFile, second.keyPEM)
-	writeAtomic(t, certFile, second.certPEM)
-	if got := tf.material().leaf.Subject.CommonName; got != "first" {
-		t.Errorf("reloaded within the interval: %s", got)
-	}
-	now = now.Add(time.Second)
-	if got := tf.material().leaf.Subject.CommonName; got != "second" {
-		t.Errorf("not reloaded after the interval: %s", got)
-	}
-	if _, err := newTLSFiles(filepath.Join(dir, "missing"), keyFile, "", tls.VersionTLS13, slog.New(slog.DiscardHandler)); err == nil {
-		t.Error("missing certificate accepted at start")
-	}
 }
