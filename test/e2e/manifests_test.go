@@ -335,6 +335,9 @@ func TestServicesReachTheirPods(t *testing.T) {
 			if e.Scheme != "https" || e.TLSConfig.ServerName != svcName || e.TLSConfig.CA.Secret.Key != "ca.crt" || e.TLSConfig.CA.Secret.Name == "" {
 				t.Errorf("ServiceMonitor %s scrapes port %q with %+v, want https verified with a Secret's ca.crt for %s", sm.Metadata.Name, e.Port, e, svcName)
 			}
+			if e.TLSConfig.CA.Secret.Name == "gatehouse-webhook-tls" {
+				t.Errorf("ServiceMonitor %s reads the CA from Secret gatehouse-webhook-tls, which holds the CA's key with --cert-management=self: point it at gatehouse-proxy-tls", sm.Metadata.Name)
+			}
 		}
 	}
 }
