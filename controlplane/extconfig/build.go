@@ -245,6 +245,27 @@ func (b *builder) uniqueClusters(services []snapshot.Service) {
 	}
 }
 
+// argoURL is an argocd-cm url as Gatehouse serves it: without the query
+// and fragment Argo CD ignores (an existing installation keeps working),
+// and with the path Argo CD drops, which Gatehouse keeps on purpose. A
+// warning says where it differs from Argo CD's proxy.
+func (b *builder) argoURL(where, u string, parsed *url.URL) string {
+	var notes []string
+	if parsed.RawQuery != "" || parsed.ForceQuery || parsed.Fragment != "" {
+		trimmed := *parsed
+		trimmed.RawQuery, trimmed.ForceQuery, trimmed.Fragment, trimmed.RawFragment = "", false, "", ""
+		notes = append(notes, "its query and fragment are ignored, as Argo CD ignores them")
+		u = trimmed.String()
+	}
+	if strings.Trim(parsed.Path, "/") != "" {
+		notes = append(notes, fmt.Sprintf("Gatehouse keeps its path (requests go below %s), where Argo CD's proxy uses only the scheme and host", u))
+	}
+	if len(notes) > 0 {
+		b.warn("%s: url %q: %s", where, parsed.String(), strings.Join(notes, "; "))
+	}
+	return u
+}
+
 func given(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
@@ -282,12 +303,8 @@ func (b *builder) service(where string, raw rawService) snapshot.Service {
 	seen := map[string]bool{}
 	for i, u := range svc.URLs {
 		parsed, err := url.Parse(u)
-		if err == nil && parsed.User == nil && b.argo && parsed.Host != "" && parsed.Opaque == "" &&
-			(parsed.Path != "" || parsed.RawQuery != "" || parsed.ForceQuery || parsed.Fragment != "") {
-			// Argo CD sends requests to the URL's scheme and host
-			// only; an existing installation must reach the same place.
-			svc.URLs[i] = parsed.Scheme + "://" + parsed.Host
-			b.warn("%s: url %q: Argo CD uses only its scheme and host, and so does Gatehouse in %s: write %q, or define the extension in %s to keep the path", where, u, ArgoCDConfigMap, svc.URLs[i], GatehouseConfigMap)
+		if err == nil && parsed.User == nil && b.argo && parsed.Host != "" && parsed.Opaque == "" {
+			svc.URLs[i] = b.argoURL(where, u, parsed)
 			u = svc.URLs[i]
 		}
 		if err == nil && parsed.User != nil {

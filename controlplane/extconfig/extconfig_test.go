@@ -139,10 +139,21 @@ extensions:
 			},
 		},
 		{
-			name:     "in argocd-cm a url's path, query and fragment are dropped, as Argo CD drops them",
+			name:     "in argocd-cm a url's query and fragment are dropped, as Argo CD ignores them, and its path is kept, with a warning",
 			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'HTTP://Host:80/base?q=1#f'}]"},
-			want:     []snapshot.Extension{ext("p", svc("http://Host:80"))},
-			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`url "HTTP://Host:80/base?q=1#f": Argo CD uses only its scheme and host`, `write "http://Host:80"`}}},
+			want:     []snapshot.Extension{ext("p", svc("http://Host:80/base"))},
+			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`its query and fragment are ignored, as Argo CD ignores them`, `Gatehouse keeps its path (requests go below http://Host:80/base)`}}},
+		},
+		{
+			name:     "in argocd-cm a url's path is kept, with a warning, since Argo CD drops it",
+			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/base/'}]"},
+			want:     []snapshot.Extension{ext("p", svc("http://host/base/"))},
+			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`url "http://host/base/": Gatehouse keeps its path`}}},
+		},
+		{
+			name: "in argocd-cm a url without a path needs no word",
+			argo: map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/'}]"},
+			want: []snapshot.Extension{ext("p", svc("http://host/"))},
 		},
 		{
 			name:      "in gatehouse-extensions a url's path is kept",

@@ -71,6 +71,8 @@ var exceptions = []exception{
 	// Warnings: served, but not as Argo CD serves it.
 	{name: "enabled: false", warning: true, why: "the proposal's enabled: false leaves the extension out; Argo CD ignores the field",
 		pattern: regexp.MustCompile(`enabled: false: not served`)},
+	{name: "path kept", warning: true, why: "Gatehouse keeps a service URL's path (issue 14: Argo CD dropping it is one of the flaws Gatehouse fixes); the same host is reached, below the path the admin wrote",
+		pattern: regexp.MustCompile(`Gatehouse keeps its path`)},
 	{name: "transport settings applied", warning: true, why: "Gatehouse applies a backend's transport settings as Argo CD's documentation describes them; Argo CD 3.5.0 ignores them and uses its defaults; these settings never widen what is served",
 		pattern: regexp.MustCompile(`Argo CD 3\.5 ignores it`)},
 }
@@ -230,6 +232,9 @@ func (c *extCompare) sameProxies(g snapshot.Extension, argo []argoProxy) {
 		if o.Scheme != a.Scheme || o.Host != a.Host {
 			c.t.Errorf("%s: Gatehouse sends requests to %s://%s, Argo CD to %s://%s", where, o.Scheme, o.Host, a.Scheme, a.Host)
 		}
+		if o.Path != "" && !c.excepted(g.Name, true, "path kept") {
+			c.t.Errorf("%s: Gatehouse sends requests below the path /%s, which Argo CD drops, without a warning", where, o.Path)
+		}
 		if want := sentHeaders(a.Headers); !maps.Equal(sentHeaders(o.Headers), want) {
 			c.t.Errorf("%s: Gatehouse sends headers %q, Argo CD %q", where, sentHeaders(o.Headers), want)
 		}
@@ -280,14 +285,17 @@ func asArgoProxies(g snapshot.Extension, secrets map[string][]byte) ([]argoProxy
 		if err != nil {
 			return nil, err
 		}
-		p := argoProxy{Scheme: u.Scheme, Host: u.Host,
+		p := argoProxy{Scheme: u.Scheme, Host: u.Host, Path: strings.Trim(u.Path, "/"),
 			ConnectionTimeout:     cmp.Or(b.ConnectionTimeout.Std(), defaultConnectionTimeout),
 			KeepAlive:             cmp.Or(b.KeepAlive.Std(), defaultKeepAlive),
 			IdleConnectionTimeout: cmp.Or(b.IdleConnectionTimeout.Std(), defaultIdleTimeout),
 			MaxIdleConnections:    b.MaxIdleConnections,
 		}
-		if u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("service URL %q has more than a scheme and a host, which is all Argo CD uses", s.URLs[0])
+		// The path is the one deliberate difference in the target:
+		// Gatehouse keeps it (issue 14), Argo CD drops it, and the
+		// extension says so in a warning (checked with the cases).
+		if u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("service URL %q has a query or fragment, which Argo CD ignores", s.URLs[0])
 		}
 		hdr := http.Header{}
 		for _, h := range s.Headers {

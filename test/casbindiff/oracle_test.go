@@ -94,10 +94,12 @@ type argoEntry struct {
 }
 
 type argoProxy struct {
-	ClusterName           string              `json:"clusterName,omitempty"`
-	ClusterServer         string              `json:"clusterServer,omitempty"`
-	Scheme                string              `json:"scheme"`
-	Host                  string              `json:"host"`
+	ClusterName   string `json:"clusterName,omitempty"`
+	ClusterServer string `json:"clusterServer,omitempty"`
+	Scheme        string `json:"scheme"`
+	Host          string `json:"host"`
+	// Path is Gatehouse's only: Argo CD's proxy drops the URL's path.
+	Path                  string              `json:"-"`
 	Headers               map[string][]string `json:"headers,omitempty"`
 	ConnectionTimeout     time.Duration       `json:"connectionTimeout"`
 	KeepAlive             time.Duration       `json:"keepAlive"`
