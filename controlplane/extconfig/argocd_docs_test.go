@@ -139,6 +139,7 @@ func TestArgoCDDocumentedExamples(t *testing.T) {
 				IdleConnectionTimeout: dur(10 * time.Second),
 				Services:              []snapshot.Service{svc("http://extension-name.com:8080")},
 			}}},
+			problems: []want{{mainArgo, "some-extension", true, []string{"backend.idleConnTimeout: Argo CD 3.5 ignores it"}}},
 		},
 	}
 	for _, tt := range tests {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
@@ -29,13 +31,19 @@ type builder struct {
 	argo bool
 	// prefix is "backend." in a list entry, "" in a keyed value, where the
 	// backend's fields sit at the top.
-	prefix  string
-	errs    []error
+	prefix string
+	errs   []error
+	// warns leave the extension served.
+	warns   []error
 	secrets map[string][]byte
 }
 
 func (b *builder) fail(format string, args ...any) {
 	b.errs = append(b.errs, fmt.Errorf(format, args...))
+}
+
+func (b *builder) warn(format string, args ...any) {
+	b.warns = append(b.warns, fmt.Errorf(format, args...))
 }
 
 // build reports the entry's problems and returns it if it may be served.
@@ -64,13 +72,20 @@ func (p *parser) build(configMap string, e entry) (built, bool) {
 		p.report(src, e.name, false, err)
 		return built{}, false
 	}
-	if level.Enabled != nil && !*level.Enabled {
+	disabled := level.Enabled != nil && !*level.Enabled
+	if disabled && !b.argo {
 		return built{}, false
 	}
 	for _, f := range unknown {
 		err := unknownFieldError(f)
-		if e.keyed && f == "name" {
+		switch {
+		case e.keyed && f == "name":
 			err = fmt.Errorf("field \"name\" is ignored: the key %q names the extension", e.key)
+		case b.argo && (f == "proxyconfig" || f == "backend.proxyconfig"):
+			// Argo CD would apply it, or refuse the config over it:
+			// ignoring it could serve what Argo CD refuses.
+			b.fail("field %q: Argo CD 3.5 reads its transport settings there (by accident), Gatehouse only where Argo CD's documentation puts them: move them up a level", f)
+			continue
 		}
 		p.report(src, e.name, true, err)
 	}
@@ -88,11 +103,22 @@ func (p *parser) build(configMap string, e entry) (built, bool) {
 	if len(b.errs) > 0 {
 		return built{}, false
 	}
+	if disabled {
+		// Argo CD reads the same ConfigMap, ignores enabled and serves
+		// the extension (or refuses it, reported above): say so.
+		p.report(src, e.name, true, errors.New("enabled: false: not served by Gatehouse; Argo CD ignores enabled (the proposal's) and serves it"))
+		return built{}, false
+	}
+	for _, err := range b.warns {
+		p.report(src, e.name, true, err)
+	}
 	return built{ext: ext, secrets: b.secrets}, true
 }
 
 func (b *builder) extension(name string, level rawExtLevel, raw rawBackend) snapshot.Extension {
-	if !extensionName.MatchString(name) {
+	if b.argo && strings.HasPrefix(name, "$") {
+		b.refOutsideHeader("name", name)
+	} else if !extensionName.MatchString(name) {
 		b.fail("the name may hold only letters, digits, '-' and '_', as it becomes a URL path segment: rename it")
 	}
 	ext := snapshot.Extension{
@@ -116,15 +142,23 @@ func (b *builder) extension(name string, level rawExtLevel, raw rawBackend) snap
 		be.IdleConnectionTimeout = b.duration(b.prefix+"idleConnTimeout", raw.IdleConnTimeout)
 	}
 	be.MaxIdleConnections = raw.MaxIdleConnections
+	if b.argo {
+		b.transportIgnoredByArgoCD(raw, be)
+	}
 
 	for i, s := range raw.Services {
-		be.Services = append(be.Services, b.service(fmt.Sprintf("%sservices[%d]", b.prefix, i), s))
+		where := fmt.Sprintf("%sservices[%d]", b.prefix, i)
+		if b.argo {
+			b.argoService(where, s, len(raw.Services))
+		}
+		be.Services = append(be.Services, b.service(where, s))
 	}
 	if b.argo && len(be.Services) == 1 {
 		// Argo CD forwards every request to a lone service, whatever
 		// its cluster says; existing installations rely on that.
 		be.Services[0].Cluster = nil
 	}
+	b.uniqueClusters(be.Services)
 	if ext.System {
 		for i, s := range be.Services {
 			if s.Cluster != nil {
@@ -133,6 +167,103 @@ func (b *builder) extension(name string, level rawExtLevel, raw rawBackend) snap
 		}
 	}
 	return ext
+}
+
+// argoService applies Argo CD's own rules to a service of argocd-cm, where
+// Gatehouse's additions must not serve what Argo CD refuses: Argo CD reads
+// neither urls nor clusterName.
+func (b *builder) argoService(where string, s rawService, services int) {
+	if s.URL == "" && len(s.URLs) == 0 {
+		return // Validate says a url is required
+	}
+	if s.URL == "" {
+		b.fail("%s: url is required in %s: Argo CD reads no urls (Gatehouse's) and refuses the config without url; give url, or define the extension in %s", where, ArgoCDConfigMap, GatehouseConfigMap)
+	}
+	if services > 1 && s.Cluster == nil {
+		b.fail("%s: cluster is required when an extension has several services, as Argo CD requires it (it reads no clusterName): give cluster: {name, server}", where)
+	}
+	if strings.HasPrefix(s.URL, "$") {
+		b.refOutsideHeader(where+".url", s.URL)
+	}
+	if c := s.Cluster; c != nil && strings.HasPrefix(c.Name, "$") {
+		b.refOutsideHeader(where+".cluster.name", c.Name)
+	}
+	if c := s.Cluster; c != nil && strings.HasPrefix(c.Server, "$") {
+		b.refOutsideHeader(where+".cluster.server", c.Server)
+	}
+	for i, h := range s.Headers {
+		if strings.HasPrefix(h.Name, "$") {
+			b.refOutsideHeader(fmt.Sprintf("%s.headers[%d].name", where, i), h.Name)
+		}
+	}
+}
+
+// refOutsideHeader refuses a "$" value where Argo CD would put a Secret's
+// value in its place and Gatehouse would not: which backend, cluster or
+// header a request gets must not hang on a Secret.
+func (b *builder) refOutsideHeader(where, v string) {
+	b.fail("%s: a \"$\" reference is read only in a header value: Argo CD would put a Secret's value in place of %q here, Gatehouse does not; write the value itself", where, v)
+}
+
+// transportIgnoredByArgoCD warns about transport settings that differ from
+// what Argo CD 3.5 uses: its BackendConfig embeds them without yaml's
+// inline tag, so it never reads them where its documentation puts them.
+func (b *builder) transportIgnoredByArgoCD(raw rawBackend, be *snapshot.Backend) {
+	type setting struct {
+		field       string
+		given, same bool
+	}
+	for _, s := range []setting{
+		{"connectionTimeout", given(raw.ConnectionTimeout), be.ConnectionTimeout.Std() == 2*time.Second},
+		{"keepAlive", given(raw.KeepAlive), be.KeepAlive.Std() == 15*time.Second},
+		{"idleConnectionTimeout", given(raw.IdleConnectionTimeout), be.IdleConnectionTimeout.Std() == time.Minute},
+		{"idleConnTimeout", given(raw.IdleConnTimeout), be.IdleConnectionTimeout.Std() == time.Minute},
+		{"maxIdleConnections", raw.MaxIdleConnections != 0, raw.MaxIdleConnections == 30},
+	} {
+		if s.given && !s.same {
+			b.warn("%s%s: Argo CD 3.5 ignores it (it reads its transport settings from an undocumented \"proxyconfig\" field) and uses its default; Gatehouse applies it, as Argo CD's documentation says", b.prefix, s.field)
+		}
+	}
+}
+
+// uniqueClusters refuses two services one cluster could select: a
+// cluster is matched by its name or its server, and Argo CD refuses such
+// a config too.
+func (b *builder) uniqueClusters(services []snapshot.Service) {
+	names, servers := map[string]int{}, map[string]int{}
+	for i, s := range services {
+		if s.Cluster == nil {
+			continue
+		}
+		if j, ok := names[s.Cluster.Name]; ok && s.Cluster.Name != "" {
+			b.fail("%sservices[%d]: cluster name %q is services[%d]'s too: a cluster selects the service of its name or its server, so give each cluster one service", b.prefix, i, s.Cluster.Name, j)
+		}
+		if j, ok := servers[s.Cluster.Server]; ok && s.Cluster.Server != "" {
+			b.fail("%sservices[%d]: cluster server %q is services[%d]'s too: a cluster selects the service of its name or its server, so give each cluster one service", b.prefix, i, s.Cluster.Server, j)
+		}
+		names[s.Cluster.Name], servers[s.Cluster.Server] = i, i
+	}
+}
+
+// argoURL is an argocd-cm url as Gatehouse serves it: without the query
+// and fragment Argo CD ignores (an existing installation keeps working),
+// and with the path Argo CD drops, which Gatehouse keeps on purpose. A
+// warning says where it differs from Argo CD's proxy.
+func (b *builder) argoURL(where, u string, parsed *url.URL) string {
+	var notes []string
+	if parsed.RawQuery != "" || parsed.ForceQuery || parsed.Fragment != "" {
+		trimmed := *parsed
+		trimmed.RawQuery, trimmed.ForceQuery, trimmed.Fragment, trimmed.RawFragment = "", false, "", ""
+		notes = append(notes, "its query and fragment are ignored, as Argo CD ignores them")
+		u = trimmed.String()
+	}
+	if strings.Trim(parsed.Path, "/") != "" {
+		notes = append(notes, fmt.Sprintf("Gatehouse keeps its path (requests go below %s), where Argo CD's proxy uses only the scheme and host", u))
+	}
+	if len(notes) > 0 {
+		b.warn("%s: url %q: %s", where, parsed.String(), strings.Join(notes, "; "))
+	}
+	return u
 }
 
 func given(raw json.RawMessage) bool {
@@ -146,6 +277,10 @@ func (b *builder) duration(field string, raw json.RawMessage) snapshot.Duration 
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		b.fail("%s: want a duration such as \"30s\" or \"2m\", with its unit", field)
+		return 0
+	}
+	if b.argo && strings.HasPrefix(s, "$") {
+		b.refOutsideHeader(field, s)
 		return 0
 	}
 	d, err := snapshot.ParseDuration(s)
@@ -166,8 +301,13 @@ func (b *builder) service(where string, raw rawService) snapshot.Service {
 		svc.URLs = append(svc.URLs, raw.URLs...)
 	}
 	seen := map[string]bool{}
-	for _, u := range svc.URLs {
-		if parsed, err := url.Parse(u); err == nil && parsed.User != nil {
+	for i, u := range svc.URLs {
+		parsed, err := url.Parse(u)
+		if err == nil && parsed.User == nil && b.argo && parsed.Host != "" && parsed.Opaque == "" {
+			svc.URLs[i] = b.argoURL(where, u, parsed)
+			u = svc.URLs[i]
+		}
+		if err == nil && parsed.User != nil {
 			// Validate would quote the URL, credentials and all, into
 			// logs and Events.
 			b.fail("%s: url %q holds credentials, which must not sit in a ConfigMap: remove them and send them in a header from a Secret", where, parsed.Redacted())

@@ -143,6 +143,9 @@ func describeDecodeError(err error) error {
 		return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	got, field, want := m[1], m[2], goTypeWords(m[3])
+	// A keyed definition's fields sit in embedded structs, which the
+	// decoder names; a person wrote no such level.
+	field = strings.TrimPrefix(strings.TrimPrefix(field, "rawBackend."), "rawExtLevel.")
 	hint := ""
 	if got != "string" && want == "a string" {
 		// This YAML reader follows YAML 1.1, where yes, no, on and off

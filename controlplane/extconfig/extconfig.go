@@ -57,8 +57,9 @@ type Problem struct {
 	Source string
 	// Extension is the extension's name, "" when the problem is the source's.
 	Extension string
-	// Warning problems leave the extension served (an unknown field, say);
-	// the others mean it was dropped.
+	// Warning problems leave the extension as written (served despite an
+	// unknown field, say, or left out by enabled: false); the others mean
+	// it was dropped.
 	Warning bool
 	Err     error
 }
@@ -91,6 +92,8 @@ func (p Problem) Unwrap() error { return p.Err }
 // secret header values are trimmed of surrounding white space. It departs
 // from Argo CD where Argo CD would serve something surprising: a "$key"
 // reference that does not resolve is an error, not a literal header value.
+// In argocd-cm it never serves an extension, backend, cluster selection or
+// header Argo CD would not (docs/configuration.md lists each difference).
 func Parse(in Input) Result {
 	p := &parser{lookup: in.Secrets}
 	gatehouse := p.readSource(GatehouseConfigMap, in.Gatehouse, nil)

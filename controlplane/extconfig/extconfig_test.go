@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "the proposal's format: enabled, idleConnTimeout, clusterName",
-			argo: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{ConfigKey: `
 extensions:
   - name: some-extension
     enabled: true
@@ -74,8 +74,100 @@ extensions:
 			}}},
 		},
 		{
-			name: "enabled: false is not served and is no problem",
+			// Argo CD reads neither clusterName nor urls, and refuses
+			// several services without cluster, or one without url.
+			name: "in argocd-cm the proposal's clusterName and Gatehouse's urls are refused, as Argo CD refuses them",
 			argo: map[string]string{ConfigKey: `
+extensions:
+  - name: by-cluster-name
+    backend:
+      services:
+        - {url: http://a, clusterName: a}
+        - {url: http://b, clusterName: b}
+  - name: by-urls
+    backend:
+      services: [{urls: [http://a, http://b]}]
+`},
+			problems: []want{
+				{mainArgo, "by-cluster-name", false, []string{"backend.services[0]: cluster is required when an extension has several services"}},
+				{mainArgo, "by-cluster-name", false, []string{"backend.services[1]: cluster is required"}},
+				{mainArgo, "by-urls", false, []string{"backend.services[0]: url is required in argocd-cm: Argo CD reads no urls"}},
+			},
+		},
+		{
+			name: "one cluster name or server selects one service",
+			gatehouse: map[string]string{ConfigKey: `
+extensions:
+  - name: shared-name
+    backend:
+      services:
+        - {url: http://a, cluster: {name: prod}}
+        - {url: http://b, cluster: {name: prod, server: https://prod}}
+  - name: shared-server
+    backend:
+      services:
+        - {url: http://a, cluster: {server: https://prod}}
+        - {url: http://b, cluster: {name: other, server: https://prod}}
+`},
+			problems: []want{
+				{gatehouseSrc(ConfigKey), "shared-name", false, []string{`backend.services[1]: cluster name "prod" is services[0]'s too`}},
+				{gatehouseSrc(ConfigKey), "shared-server", false, []string{`backend.services[1]: cluster server "https://prod" is services[0]'s too`}},
+			},
+		},
+		{
+			name: "in argocd-cm a \"$\" reference is read in header values only",
+			argo: map[string]string{ConfigKey: `
+extensions:
+  - name: $some.argocd.secret.key
+    backend: {services: [{url: http://a}]}
+  - name: refs
+    backend:
+      keepAlive: $some.argocd.secret.key
+      services:
+        - {url: $some.argocd.secret.key, cluster: {name: $a, server: $b}}
+        - url: http://b
+          cluster: {name: b}
+          headers: [{name: $some.argocd.secret.key, value: x}]
+`},
+			problems: []want{
+				{mainArgo, "$some.argocd.secret.key", false, []string{`name: a "$" reference is read only in a header value`}},
+				{mainArgo, "refs", false, []string{`backend.keepAlive: a "$" reference`}},
+				{mainArgo, "refs", false, []string{`backend.services[0].cluster.name: a "$" reference`}},
+				{mainArgo, "refs", false, []string{`backend.services[0].cluster.server: a "$" reference`}},
+				{mainArgo, "refs", false, []string{`backend.services[0].url: a "$" reference`}},
+				{mainArgo, "refs", false, []string{`backend.services[1].headers[0].name: a "$" reference`}},
+			},
+		},
+		{
+			name:     "in argocd-cm a url's query and fragment are dropped, as Argo CD ignores them, and its path is kept, with a warning",
+			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'HTTP://Host:80/base?q=1#f'}]"},
+			want:     []snapshot.Extension{ext("p", svc("http://Host:80/base"))},
+			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`its query and fragment are ignored, as Argo CD ignores them`, `Gatehouse keeps its path (requests go below http://Host:80/base)`}}},
+		},
+		{
+			name:     "in argocd-cm a url's path is kept, with a warning, since Argo CD drops it",
+			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/base/'}]"},
+			want:     []snapshot.Extension{ext("p", svc("http://host/base/"))},
+			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`url "http://host/base/": Gatehouse keeps its path`}}},
+		},
+		{
+			name: "in argocd-cm a url without a path needs no word",
+			argo: map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/'}]"},
+			want: []snapshot.Extension{ext("p", svc("http://host/"))},
+		},
+		{
+			name:      "in gatehouse-extensions a url's path is kept",
+			gatehouse: map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/base'}]"},
+			want:      []snapshot.Extension{ext("p", svc("http://host/base"))},
+		},
+		{
+			name:     "in argocd-cm proxyconfig, where Argo CD reads transport settings, is refused",
+			argo:     map[string]string{ConfigKey + ".p": "proxyconfig: {connectionTimeout: 5s}\nservices: [{url: 'http://host'}]"},
+			problems: []want{{argoSrc(ConfigKey + ".p"), "p", false, []string{`field "proxyconfig": Argo CD 3.5 reads its transport settings there`}}},
+		},
+		{
+			name: "enabled: false is not served; in argocd-cm a warning says Argo CD serves it, and it is checked as Argo CD checks it",
+			gatehouse: map[string]string{ConfigKey: `
 extensions:
   - name: "off"
     enabled: false
@@ -85,7 +177,22 @@ extensions:
     backend:
       services: [{url: http://on}]
 `},
+			argo: map[string]string{ConfigKey: `
+extensions:
+  - name: "argo-off"
+    enabled: false
+    backend:
+      services: [{url: http://off}]
+  - name: "argo-off-broken"
+    enabled: false
+    backend:
+      services: [{url: "not even a url"}]
+`},
 			want: []snapshot.Extension{ext("on", svc("http://on"))},
+			problems: []want{
+				{mainArgo, "argo-off", true, []string{"enabled: false: not served by Gatehouse; Argo CD ignores enabled"}},
+				{mainArgo, "argo-off-broken", false, []string{`url "not even a url": the scheme must be http or https`}},
+			},
 		},
 		{
 			name: "Argo CD's format with every backend setting",
@@ -156,7 +263,10 @@ extensions:
 				ext("beta", svc("http://beta")),
 				ext("gamma", svc("http://gamma")),
 			},
-			problems: []want{{argoSrc(ConfigKey + ".beta"), "beta", true, []string{`the key "extension.config.beta" names the extension`}}},
+			problems: []want{
+				{argoSrc(ConfigKey + ".alpha"), "alpha", true, []string{"connectionTimeout: Argo CD 3.5 ignores it", "Gatehouse applies it"}},
+				{argoSrc(ConfigKey + ".beta"), "beta", true, []string{`the key "extension.config.beta" names the extension`}},
+			},
 		},
 		{
 			name: "header $key reads argocd-secret, trimmed; only referenced keys are disclosed",
@@ -446,12 +556,14 @@ extensions:
 				{mainArgo, "no-services", false, []string{"at least one service is required"}},
 				{mainArgo, "no-unit", false, []string{`backend.connectionTimeout: want a duration such as "30s"`}},
 				{mainArgo, "system-cluster", false, []string{"a system extension serves no Application"}},
+				{mainArgo, "system-cluster", false, []string{"backend.services[1]: cluster is required"}},
 				{mainArgo, "twice-url", false, []string{`url "http://a" is listed twice`}},
+				{mainArgo, "twice-url", false, []string{"url is required in argocd-cm"}},
 				{mainArgo, "wrong-type", false, []string{"backend.maxIdleConnections: want a whole number, not a string"}},
 			},
 		},
 		{
-			name: "keys Argo CD misreads and keys gatehouse-extensions does not hold are ignored with a warning",
+			name: "keys Argo CD misreads are refused; keys gatehouse-extensions does not hold are ignored with a warning",
 			argo: map[string]string{
 				"extension.configs": "services: [{url: http://s}]",
 				"extension.config.": "services: [{url: http://s}]",
@@ -459,8 +571,8 @@ extensions:
 			},
 			gatehouse: map[string]string{"extensions.config": "extensions: []"},
 			problems: []want{
-				{argoSrc("extension.config."), "", true, []string{"key ignored"}},
-				{argoSrc("extension.configs"), "", true, []string{"key ignored"}},
+				{argoSrc("extension.config."), "", false, []string{`key "extension.config." is the list to Argo CD`}},
+				{argoSrc("extension.configs"), "s", false, []string{`key "extension.configs" is extension "s" to Argo CD`, `rename the key to "extension.config.s"`}},
 				{gatehouseSrc("extensions.config"), "", true, []string{"key ignored"}},
 			},
 		},

@@ -79,10 +79,24 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 				p.report(src, "", false, err)
 			}
 			entries = append(entries, entry{key: key, name: name, raw: raw, keyed: true, broken: err != nil})
+		case configMap == ArgoCDConfigMap && key == ConfigKey+".":
+			// Argo CD reads it as the list, in place of
+			// "extension.config" when both exist (map order decides):
+			// which extensions are meant is unknowable, so the
+			// source keeps its last good config.
+			p.report(src, "", false, fmt.Errorf("key %q is the list to Argo CD, in place of %q when both exist (which one is chance); Gatehouse does not read it: move its extensions to %q", key, ConfigKey, ConfigKey))
+		case configMap == ArgoCDConfigMap && strings.HasPrefix(key, ConfigKey):
+			// Argo CD reads "extension.configX" as extension "X":
+			// a definition Gatehouse refuses, not one it never saw, so
+			// a second "X" makes both duplicates, as in Argo CD.
+			name := strings.TrimPrefix(key, ConfigKey)
+			if !skip[name] {
+				p.report(src, name, false, fmt.Errorf("key %q is extension %q to Argo CD; Gatehouse reads only %q keys: rename the key to %q", key, name, ConfigKey+".<name>", ConfigKey+"."+name))
+			}
+			entries = append(entries, entry{key: key, name: name, keyed: true, broken: true})
 		case strings.HasPrefix(key, ConfigKey):
-			// Argo CD reads "extension.configX" as extension "X" and
-			// "extension.config." as a second main config; both are
-			// far likelier slips than intent.
+			// In Gatehouse's own ConfigMap, "extension.configX" and
+			// "extension.config." are far likelier slips than intent.
 			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", ConfigKey, ConfigKey+".<name>"))
 		case configMap == GatehouseConfigMap:
 			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", GatehouseConfigMap, ConfigKey, ConfigKey+".<name>"))

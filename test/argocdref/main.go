@@ -53,6 +53,9 @@ type Case struct {
 	// (AppProject.IsDestinationPermitted).
 	Destinations []Target `json:"destinations,omitempty"`
 	Targets      []Target `json:"targets,omitempty"`
+	// ExtConfigs asks, instead of decisions, what argocd-server makes of
+	// each extension config (see ExtAnswer).
+	ExtConfigs []ExtConfig `json:"extConfigs,omitempty"`
 	// Policy, DefaultRole and MatchMode are argocd-rbac-cm's policy.csv,
 	// policy.default and policy.matchMode.
 	Policy      string `json:"policy"`
@@ -106,6 +109,8 @@ type Answer struct {
 	// Permitted answers Destinations and Targets, one per target (Panics
 	// then says where Argo CD's matching panicked).
 	Permitted []bool `json:"permitted,omitempty"`
+	// ExtAnswers answer ExtConfigs, one each.
+	ExtAnswers []ExtAnswer `json:"extAnswers,omitempty"`
 }
 
 // Target is an AppProject destination entry (globs) or a destination: a
@@ -158,6 +163,10 @@ func serve(r io.Reader, w io.Writer) error {
 func decide(c *Case) (*Answer, error) {
 	if c.Builtin {
 		return &Answer{Builtin: assets.BuiltinPolicyCSV}, nil
+	}
+	if c.ExtConfigs != nil {
+		ans, err := answerExtConfigs(c.ExtConfigs)
+		return &Answer{ExtAnswers: ans}, err
 	}
 	if c.Targets != nil {
 		proj := v1alpha1.AppProject{}

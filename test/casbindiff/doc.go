@@ -2,6 +2,8 @@
 // decides: `gatehouse policy import-casbin` to its RBAC enforcer (what Argo
 // CD's extension proxy denies, the imported policy denies, and where the
 // import denies what Argo CD allows, its report says why), and namespace
-// pattern lists and AppProject destinations to its glob matching. Argo CD's
-// side runs in a separate process built from test/argocdref.
+// pattern lists and AppProject destinations to its glob matching, and
+// controlplane/extconfig to its extension settings (argocd-cm read by its
+// settings manager, then UpdateExtensionRegistry). Argo CD's side runs in a
+// separate process built from test/argocdref.
 package casbindiff

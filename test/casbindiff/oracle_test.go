@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The messages of test/argocdref (its Case, Request, Answer and Decision).
@@ -20,6 +21,7 @@ type argoCase struct {
 	Names        []string          `json:"names,omitempty"`
 	Destinations []argoTarget      `json:"destinations,omitempty"`
 	Targets      []argoTarget      `json:"targets,omitempty"`
+	ExtConfigs   []argoExtConfig   `json:"extConfigs,omitempty"`
 	Policy       string            `json:"policy"`
 	DefaultRole  string            `json:"defaultRole,omitempty"`
 	MatchMode    string            `json:"matchMode,omitempty"`
@@ -56,9 +58,53 @@ type argoAnswer struct {
 		ApplicationGet  bool `json:"applicationGet"`
 		ExtensionInvoke bool `json:"extensionInvoke"`
 	} `json:"decisions,omitempty"`
-	InList    []bool `json:"inList,omitempty"`
-	Panics    []bool `json:"panics,omitempty"`
-	Permitted []bool `json:"permitted,omitempty"`
+	InList     []bool          `json:"inList,omitempty"`
+	Panics     []bool          `json:"panics,omitempty"`
+	Permitted  []bool          `json:"permitted,omitempty"`
+	ExtAnswers []argoExtAnswer `json:"extAnswers,omitempty"`
+}
+
+// The extension config messages (argocdref's ExtConfig, Secret, ExtAnswer,
+// Entry and Proxy).
+type argoExtConfig struct {
+	ArgoCDCM map[string]string `json:"argocdCM"`
+	Secrets  []argoSecret      `json:"secrets"`
+}
+
+type argoSecret struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Data   map[string]string `json:"data"`
+}
+
+type argoExtAnswer struct {
+	Error      string                 `json:"error,omitempty"`
+	Ambiguous  bool                   `json:"ambiguous,omitempty"`
+	Extensions map[string][]argoProxy `json:"extensions,omitempty"`
+	Entries    []argoEntry            `json:"entries,omitempty"`
+}
+
+type argoEntry struct {
+	Key        string      `json:"key"`
+	Index      int         `json:"index"`
+	Name       string      `json:"name,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Proxies    []argoProxy `json:"proxies,omitempty"`
+	Registered bool        `json:"registered,omitempty"`
+}
+
+type argoProxy struct {
+	ClusterName   string `json:"clusterName,omitempty"`
+	ClusterServer string `json:"clusterServer,omitempty"`
+	Scheme        string `json:"scheme"`
+	Host          string `json:"host"`
+	// Path is Gatehouse's only: Argo CD's proxy drops the URL's path.
+	Path                  string              `json:"-"`
+	Headers               map[string][]string `json:"headers,omitempty"`
+	ConnectionTimeout     time.Duration       `json:"connectionTimeout"`
+	KeepAlive             time.Duration       `json:"keepAlive"`
+	IdleConnectionTimeout time.Duration       `json:"idleConnectionTimeout"`
+	MaxIdleConnections    int                 `json:"maxIdleConnections"`
 }
 
 type argoTarget struct {
