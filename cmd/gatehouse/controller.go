@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,6 +59,7 @@ type controllerOptions struct {
 	WebhookService     string
 	WebhookExtraHosts  []string
 	ProxySecret        string
+	CAConfigMap        string
 	ProxyService       string
 	MetricsBindAddress string
 	MetricsSecure      bool
@@ -91,6 +93,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service", "gatehouse-controller", "Service fronting the webhook; its DNS names go into the self-managed certificate")
 	fs.StringSliceVar(&o.WebhookExtraHosts, "webhook-cert-extra-hosts", nil, "extra DNS names or IP addresses for the self-managed certificate")
 	fs.StringVar(&o.ProxySecret, "proxy-secret", "gatehouse-proxy-tls", `Secret in --namespace the self-managed CA issues the extension proxy's serving certificate into (tls.crt, tls.key, ca.crt; never the CA's key); "" issues none`)
+	fs.StringVar(&o.CAConfigMap, "ca-configmap", "gatehouse-ca-bundle", `ConfigMap in --namespace the controller keeps the CA bundle of its certificates in (key ca.crt, from ca.crt in --webhook-cert-dir): what Prometheus, a Gateway API BackendTLSPolicy or an ingress verifies Gatehouse with, without reading a Secret; "" publishes none`)
 	fs.StringVar(&o.ProxyService, "proxy-service", "gatehouse-proxy", "Service fronting the extension proxy in --namespace; its DNS names go into the proxy's certificate")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve --metrics-bind-address over HTTPS (TLS 1.3) with --metrics-cert-file, since Prometheus scrapes it from other Pods; false serves plain HTTP, for a loopback address")
@@ -180,6 +183,9 @@ func (o *controllerOptions) Validate() []error {
 	case "external":
 	default:
 		errs = append(errs, fmt.Errorf(`--cert-management %q: use "self" or "external"`, o.CertManagement))
+	}
+	if o.CAConfigMap != "" && o.Namespace == "" {
+		errs = append(errs, errors.New(`--ca-configmap needs --namespace (or $POD_NAMESPACE) to publish the CA bundle in (or --ca-configmap="" publishes none)`))
 	}
 	if o.Agents.enabled() && o.Agents.SnapshotDir == "" && o.Namespace == "" {
 		errs = append(errs, errors.New("the control plane needs --namespace (or $POD_NAMESPACE): verified PolicyBundles and the leader election Lease live there"))
@@ -337,6 +343,13 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		runnables = append(runnables, rot)
 		checks["certificate"] = rot.Ready
 	}
+	if o.CAConfigMap != "" {
+		pub, err := newCAPublisher(o, cfg, scheme, logger)
+		if err != nil {
+			return err
+		}
+		runnables = append(runnables, pub)
+	}
 	if agents != nil {
 		runnables = append(runnables, everyReplica{manager.RunnableFunc(serveAgents(agents, &o.Agents, logger))})
 		if o.Agents.SnapshotDir != "" {
@@ -376,6 +389,20 @@ func cacheOptions(o *controllerOptions, cfg *rest.Config, buildSnapshots bool) (
 		return opts, err
 	}
 	return opts, kube.AddBundleCacheOptions(&opts, o.ControlPlaneNamespace, o.Namespace)
+}
+
+// newCAPublisher keeps --ca-configmap holding ca.crt of the serving
+// directory: the Rotator writes it there, cert-manager's Secret volume holds
+// it.
+func newCAPublisher(o *controllerOptions, cfg *rest.Config, scheme *runtime.Scheme, logger *slog.Logger) (*certs.CAPublisher, error) {
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create API client: %w", err)
+	}
+	return certs.NewPublisher(certs.PublisherOptions{
+		Client: direct, Namespace: o.Namespace, Name: o.CAConfigMap,
+		File: filepath.Join(o.WebhookCertDir, certs.KeyCACert), Logger: logger,
+	})
 }
 
 // startRotator issues the serving certificate before the webhook server

@@ -83,6 +83,10 @@ func requiredPermissions(o *controllerOptions) []permission {
 				Why: "--cert-management=self issues the extension proxy's serving certificate into this Secret (--proxy-secret)"})
 		}
 	}
+	if o.CAConfigMap != "" {
+		ps = append(ps, permission{Verbs: []string{"get", "create", "update"}, Resource: "configmaps", Namespace: ns,
+			Why: "the CA bundle is published in ConfigMap --ca-configmap"})
+	}
 	if !o.Agents.enabled() {
 		return ps
 	}

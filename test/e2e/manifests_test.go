@@ -332,11 +332,11 @@ func TestServicesReachTheirPods(t *testing.T) {
 			}
 			// TLS across Pods: Prometheus verifies what it scrapes.
 			svcName := selected[0].Name + "." + selected[0].Namespace + ".svc"
-			if e.Scheme != "https" || e.TLSConfig.ServerName != svcName || e.TLSConfig.CA.Secret.Key != "ca.crt" || e.TLSConfig.CA.Secret.Name == "" {
-				t.Errorf("ServiceMonitor %s scrapes port %q with %+v, want https verified with a Secret's ca.crt for %s", sm.Metadata.Name, e.Port, e, svcName)
-			}
-			if e.TLSConfig.CA.Secret.Name == "gatehouse-webhook-tls" {
-				t.Errorf("ServiceMonitor %s reads the CA from Secret gatehouse-webhook-tls, which holds the CA's key with --cert-management=self: point it at gatehouse-proxy-tls", sm.Metadata.Name)
+			// The CA comes from the ConfigMap the controller publishes
+			// (--ca-configmap), never from a Secret that holds keys.
+			ca := e.TLSConfig.CA.ConfigMap
+			if e.Scheme != "https" || e.TLSConfig.ServerName != svcName || e.TLSConfig.CA.Secret != nil || ca == nil || ca.Name != "gatehouse-ca-bundle" || ca.Key != "ca.crt" {
+				t.Errorf("ServiceMonitor %s scrapes port %q with %+v, want https verified with ca.crt of ConfigMap gatehouse-ca-bundle for %s", sm.Metadata.Name, e.Port, e, svcName)
 			}
 		}
 	}
@@ -433,12 +433,16 @@ type scrapeEndpoint struct {
 	TLSConfig struct {
 		ServerName string `json:"serverName"`
 		CA         struct {
-			Secret struct {
-				Name string `json:"name"`
-				Key  string `json:"key"`
-			} `json:"secret"`
+			ConfigMap *keyRef `json:"configMap"`
+			Secret    *keyRef `json:"secret"`
 		} `json:"ca"`
 	} `json:"tlsConfig"`
+}
+
+// keyRef names a key of a ConfigMap or Secret.
+type keyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
 }
 
 // scrapeEndpoints are the endpoints of manifests/monitoring's

@@ -189,16 +189,25 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 }
 
 // scrapeAsPrometheus reads url as the Prometheus operator configures a
-// scrape of e: HTTPS, trusting only the ca.crt of the Secret e names, for
-// e's server name; it waits for the listener to come up, then wants series.
+// scrape of e: HTTPS, trusting only the ca.crt of the ConfigMap e names,
+// for e's server name; it waits for the listener to come up, then wants series.
 func scrapeAsPrometheus(t *testing.T, e scrapeEndpoint, url, series string) {
 	t.Helper()
 	if e.Scheme != "https" {
 		t.Fatalf("the ServiceMonitor scrapes in %q", e.Scheme)
 	}
+	ref := e.TLSConfig.CA.ConfigMap
+	if ref == nil {
+		t.Fatalf("the ServiceMonitor takes its CA from no ConfigMap: %+v", e.TLSConfig)
+	}
+	var cm corev1.ConfigMap
+	waitFor(t, 30*time.Second, "ConfigMap "+ref.Name+" holds the CA", func() bool {
+		err := sharedCluster(t).client.Get(context.Background(), types.NamespacedName{Namespace: "gatehouse-system", Name: ref.Name}, &cm)
+		return err == nil && cm.Data[ref.Key] != ""
+	})
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(proxyCertSecret(t, e.TLSConfig.CA.Secret.Name)[e.TLSConfig.CA.Secret.Key]) {
-		t.Fatalf("Secret %s has no certificate in %s", e.TLSConfig.CA.Secret.Name, e.TLSConfig.CA.Secret.Key)
+	if !roots.AppendCertsFromPEM([]byte(cm.Data[ref.Key])) {
+		t.Fatalf("ConfigMap %s has no certificate in %s", ref.Name, ref.Key)
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: e.TLSConfig.ServerName, MinVersion: tls.VersionTLS12}}}

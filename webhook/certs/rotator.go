@@ -216,8 +216,10 @@ func (r *Rotator) renew(current map[string][]byte) (map[string][]byte, bool, err
 	}, true, nil
 }
 
-// writeFiles puts tls.crt and tls.key in CertDir, each replaced with
-// rename(2) so the webhook server's watcher never reads half a file.
+// writeFiles puts tls.crt, tls.key and ca.crt (the bundle, for the
+// CAPublisher; cert-manager's Secret volume holds it too) in CertDir, each
+// replaced with rename(2) so the webhook server's watcher never reads half
+// a file.
 func (r *Rotator) writeFiles(data map[string][]byte) error {
 	if err := os.MkdirAll(r.o.CertDir, 0o700); err != nil {
 		return fmt.Errorf("create cert dir %s: %w", r.o.CertDir, err)
@@ -225,7 +227,7 @@ func (r *Rotator) writeFiles(data map[string][]byte) error {
 	// Key first: a watcher that reloads between the two renames then sees
 	// the old certificate with the new key, which fails to load and is
 	// retried, rather than silently serving a mismatched pair.
-	for _, name := range []string{KeyTLSKey, KeyTLSCert} {
+	for _, name := range []string{KeyTLSKey, KeyTLSCert, KeyCACert} {
 		path := filepath.Join(r.o.CertDir, name)
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data[name]) {
 			continue
