@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +66,7 @@ type controllerOptions struct {
 	MetricsKeyFile     string
 	ProbeBindAddress   string
 	Profiling          bool
+	ProfilingAddress   string
 	LeaderElect        bool
 	MaxBundleBytes     int64
 	CheckPermissions   bool
@@ -100,7 +100,8 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsCertFile, "metrics-cert-file", "", "serving certificate of --metrics-bind-address, re-read when it changes (default: the agent endpoint's, --agent-cert-file)")
 	fs.StringVar(&o.MetricsKeyFile, "metrics-key-file", "", "key of --metrics-cert-file (default: --agent-key-file)")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (plain HTTP: the kubelet's probes come from the Pod's own node)")
-	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the metrics address; for diagnosing CPU and memory use")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on --profiling-bind-address; for diagnosing CPU and memory use")
+	fs.StringVar(&o.ProfilingAddress, "profiling-bind-address", defaultProfilingAddress, "loopback address of --profiling's /debug/pprof/ (no authentication: reach it with kubectl port-forward)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
 	fs.BoolVar(&o.CheckPermissions, "check-permissions", true, "at start, ask the API server (SelfSubjectAccessReview) whether the controller may do everything it needs, and exit naming what it may not")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
@@ -190,6 +191,9 @@ func (o *controllerOptions) Validate() []error {
 	if o.Agents.enabled() && o.Agents.SnapshotDir == "" && o.Namespace == "" {
 		errs = append(errs, errors.New("the control plane needs --namespace (or $POD_NAMESPACE): verified PolicyBundles and the leader election Lease live there"))
 	}
+	if o.Profiling && !isLoopback(o.ProfilingAddress) {
+		errs = append(errs, fmt.Errorf("--profiling-bind-address %q: profiles stay on loopback (127.0.0.1:PORT or [::1]:PORT); reach them with kubectl port-forward", o.ProfilingAddress))
+	}
 	if o.MaxBundleBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--policy-bundle-max-bytes %d: want a positive size", o.MaxBundleBytes))
 	}
@@ -270,22 +274,18 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 			return err
 		}
 	}
-	extra := map[string]http.Handler{}
 	var agents *server.Server
 	if o.Agents.enabled() {
 		if agents, err = newAgentServer(&o.Agents, cfg, metrics.Registry, logger); err != nil {
 			return err
 		}
 	}
-	if o.Profiling {
-		addProfiling(extra)
-	}
 	buildSnapshots := o.buildsSnapshots()
 	cacheOpts, err := cacheOptions(o, cfg, buildSnapshots)
 	if err != nil {
 		return err
 	}
-	metricsOpts := metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra}
+	metricsOpts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
 	metricsTLS, err := o.metricsTLS(logger)
 	if err != nil {
 		return err
@@ -342,6 +342,11 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 	if rot != nil {
 		runnables = append(runnables, rot)
 		checks["certificate"] = rot.Ready
+	}
+	if o.Profiling {
+		runnables = append(runnables, everyReplica{manager.RunnableFunc(func(ctx context.Context) error {
+			return serveHTTP(ctx, o.ProfilingAddress, profilingHandler(), nil)
+		})})
 	}
 	if o.CAConfigMap != "" {
 		pub, err := newCAPublisher(o, cfg, scheme, logger)

@@ -33,6 +33,10 @@ func TestControllerFlagsRefuseWhatCannotWork(t *testing.T) {
 		{name: "dir source that does not exist", args: []string{"--source", "dir:" + missing, "--agent-static-token-file", "f"}, want: "--source dir:" + missing + ": no such directory"},
 		{name: "proxy certificate without a Service", args: []string{"--namespace", "gatehouse", "--proxy-service", ""},
 			want: `--proxy-service must name the proxy's Service, whose DNS names go into the certificate in --proxy-secret (or --proxy-secret="" issues none)`},
+		{name: "profiles beyond loopback", args: []string{"--namespace", "gatehouse", "--profiling", "--profiling-bind-address", ":6060"},
+			want: `--profiling-bind-address ":6060": profiles stay on loopback`},
+		{name: "a CA ConfigMap without a namespace", args: []string{"--cert-management", "external", "--namespace", ""},
+			want: `--ca-configmap needs --namespace (or $POD_NAMESPACE)`},
 		{name: "dir source that is a file", args: []string{"--source", "dir:" + file, "--agent-static-token-file", "f"}, want: "--source dir:" + file + " is a file"},
 	}
 	for _, tt := range tests {

@@ -5,13 +5,18 @@ import (
 	"net/http/pprof"
 )
 
-// addProfiling adds Go's profiling endpoints. They are opt-in (--profiling)
-// and served only on the admin address: a profile reveals code paths and
-// timings, nothing an outsider needs.
-func addProfiling(handlers map[string]http.Handler) {
-	handlers["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-	handlers["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
-	handlers["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-	handlers["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
-	handlers["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+// defaultProfilingAddress is loopback only: a profile reveals code paths
+// and timings, and the endpoint has no authentication. Operators reach it
+// with kubectl port-forward, as they reach /debug/agents.
+const defaultProfilingAddress = "127.0.0.1:6060"
+
+// profilingHandler serves Go's profiling endpoints (--profiling).
+func profilingHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -100,17 +100,12 @@ func runController(c *cluster) (*controllerFigures, error) {
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--log-level", "warn")
-	metricsPort := 0
+	profilePort := 0
 	if *controllerProfile != "" {
-		if metricsPort, err = testkit.FreePort(); err != nil {
+		if profilePort, err = testkit.FreePort(); err != nil {
 			return nil, err
 		}
-		cmd.Args = append(cmd.Args, "--profiling", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
-		// The profile is read over loopback in plain HTTP; newer
-		// controllers serve metrics (and profiles) over HTTPS by default.
-		if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--metrics-secure") {
-			cmd.Args = append(cmd.Args, "--metrics-secure=false")
-		}
+		cmd.Args = append(cmd.Args, "--profiling", "--profiling-bind-address", fmt.Sprintf("127.0.0.1:%d", profilePort))
 	}
 	// Newer controllers also serve agents (gRPC) by default: keep that on,
 	// as shipped, but on a loopback port of its own.
@@ -178,7 +173,7 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if *controllerProfile != "" {
 		go func() {
 			time.Sleep(statusWindow) // the idle window comes first
-			profiled <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", metricsPort, int(statusWindow.Seconds())), *controllerProfile)
+			profiled <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", profilePort, int(statusWindow.Seconds())), *controllerProfile)
 		}()
 	} else {
 		profiled <- nil

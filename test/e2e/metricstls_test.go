@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMetricsAreServedOverTLS: the controller, run with the shipped
@@ -24,5 +25,38 @@ func TestMetricsAreServedOverTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("GET %s: %d, want the TLS server's 400", plain, resp.StatusCode)
+	}
+}
+
+// TestProfilesStayOnLoopback: --profiling serves Go's profiles on its own
+// loopback address, not on the metrics address other Pods reach.
+func TestProfilesStayOnLoopback(t *testing.T) {
+	c := sharedCluster(t)
+	kubeconfig, err := c.controllerKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + itoa(freePorts(t, 1)[0])
+	p, err := newControllerProc(c.bin, kubeconfig, t.TempDir(), "--profiling", "--profiling-bind-address", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop()
+	if err := p.waitReady(60 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.logs.String())
+	}
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{
+		{"http://" + addr + "/debug/pprof/", http.StatusOK},
+		{p.metricsURL() + "/debug/pprof/", http.StatusNotFound},
+	} {
+		if got := statusCode(t, tt.url); got != tt.want {
+			t.Errorf("GET %s: %d, want %d", tt.url, got, tt.want)
+		}
 	}
 }
