@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -57,25 +56,15 @@ func TestAdminServesHTTPSWithACertificate(t *testing.T) {
 	var status int
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if status, body, err = fetch(verified, "https://"+base+"/metrics"); err == nil {
+		if status, body, err = testkit.Fetch(verified, "https://"+base+"/metrics"); err == nil {
 			break
 		}
 	}
 	if err != nil || status != http.StatusOK || !strings.Contains(body, "gatehouse_agent_") {
 		t.Fatalf("metrics over HTTPS: %d, %v, body without gatehouse_agent_", status, err)
 	}
-	status, body, err = fetch(http.DefaultClient, "http://"+base+"/metrics")
+	status, body, err = testkit.Fetch(http.DefaultClient, "http://"+base+"/metrics")
 	if err == nil && (status != http.StatusBadRequest || strings.Contains(body, "gatehouse_agent_")) {
 		t.Fatalf("plain HTTP got %d %q, want a refusal", status, body)
 	}
-}
-
-func fetch(c *http.Client, url string) (int, string, error) {
-	resp, err := c.Get(url) //nolint:noctx // loopback test
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
 }

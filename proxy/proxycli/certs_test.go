@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -59,7 +58,7 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 		{"the admin endpoint stays plain on loopback", "http://" + o.AdminListen + "/healthz", http.DefaultClient, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body, err := fetch(tc.client, tc.url)
+			status, body, err := testkit.Fetch(tc.client, tc.url)
 			if tc.want == "" {
 				// Go's TLS server answers a plain request with a 400 and
 				// nothing of the handler's.
@@ -75,21 +74,11 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 	}
 }
 
-func fetch(c *http.Client, url string) (int, string, error) {
-	resp, err := c.Get(url) //nolint:noctx // loopback test
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
-
 func waitGet(c *http.Client, url string) error {
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		var status int
-		if status, _, err = fetch(c, url); err == nil && status == http.StatusOK {
+		if status, _, err = testkit.Fetch(c, url); err == nil && status == http.StatusOK {
 			return nil
 		}
 	}

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -40,4 +41,15 @@ func WaitHTTPWhile(url string, limit time.Duration, gone <-chan struct{}) error 
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not answer 200 OK within %s", url, limit)
+}
+
+// Fetch GETs url with c and returns the status and the body.
+func Fetch(c *http.Client, url string) (int, string, error) {
+	resp, err := c.Get(url) //nolint:noctx // loopback test helper
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
