@@ -32,6 +32,10 @@ type agentServerOptions struct {
 	ChunkBytes      int
 	StaleAfter      time.Duration
 	DebugAddress    string
+
+	// listener and debugListener, when set, are BindAddress and
+	// DebugAddress bound already (gatehouse dev).
+	listener, debugListener net.Listener
 }
 
 // defaultDebugAddress is loopback only: the registry names Pods, their IPs
@@ -134,9 +138,12 @@ func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Regi
 // ends both.
 func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
-		lis, err := net.Listen("tcp", o.BindAddress)
-		if err != nil {
-			return fmt.Errorf("listen for agents on %s: %w", o.BindAddress, err)
+		lis := o.listener
+		if lis == nil {
+			var err error
+			if lis, err = net.Listen("tcp", o.BindAddress); err != nil {
+				return fmt.Errorf("listen for agents on %s: %w", o.BindAddress, err)
+			}
 		}
 		if !o.debugEnabled() {
 			return srv.Serve(ctx, lis)
@@ -148,8 +155,8 @@ func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		debug := make(chan error, 1)
-		go func() { debug <- serveHTTP(ctx, o.DebugAddress, srv.DebugHandler(), nil); cancel() }()
-		err = srv.Serve(ctx, lis)
+		go func() { debug <- serveHTTPOn(ctx, o.debugListener, o.DebugAddress, srv.DebugHandler(), nil); cancel() }()
+		err := srv.Serve(ctx, lis)
 		cancel()
 		if derr := <-debug; derr != nil {
 			err = errors.Join(err, fmt.Errorf("agent registry: %w", derr))

@@ -80,9 +80,18 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 // serveHTTP serves h on addr until ctx ends, over TLS with a non-nil
 // tlsConfig.
 func serveHTTP(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) error {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	return serveHTTPOn(ctx, nil, addr, h, tlsConfig)
+}
+
+// serveHTTPOn is serveHTTP on lis when it is not nil: a listener bound
+// before the part started (gatehouse dev binds its loopback ports first, so
+// no other process takes one in between).
+func serveHTTPOn(ctx context.Context, lis net.Listener, addr string, h http.Handler, tlsConfig *tls.Config) error {
+	if lis == nil {
+		var err error
+		if lis, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
 	}
 	if tlsConfig != nil {
 		lis = tls.NewListener(lis, tlsConfig)

@@ -87,10 +87,17 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 	if err := os.Mkdir(volume, 0o700); err != nil {
 		return err
 	}
-	agentAddr, debugAddr, adminAddr, err := freeLoopbackAddrs()
+	lns, err := loopbackListeners(3)
 	if err != nil {
 		return err
 	}
+	handed := false
+	defer func() {
+		if !handed {
+			closeUnused(lns)
+		}
+	}()
+	agentAddr, debugAddr, adminAddr := lns[0].Addr().String(), lns[1].Addr().String(), lns[2].Addr().String()
 	s.debugURL = "http://" + debugAddr + server.DebugAgentsPath
 	s.stateURL = "http://" + adminAddr + proxy.StatePath
 
@@ -122,6 +129,8 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 	if err := errors.Join(cfs.err, pfs.err, afs.err); err != nil {
 		return fmt.Errorf("the parts' flags (a bug of gatehouse dev): %w", err)
 	}
+	co.Agents.listener, co.Agents.debugListener, po.AdminListener = lns[0], lns[1], lns[2]
+	handed = true
 
 	s.run(ctx, "controller", func(ctx context.Context) error {
 		return runController(ctx, co, logger.With("part", "controller"))
@@ -270,25 +279,28 @@ func parseFlags(name string, add func(*pflag.FlagSet), args ...string) parsed {
 	return parsed{fs, nil}
 }
 
-// freeLoopbackAddrs returns three loopback addresses free a moment ago,
-// for the listeners nobody but the parts themselves dial.
-func freeLoopbackAddrs() (a, b, c string, err error) {
-	var addrs [3]string
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
-	for i := range addrs {
+// closeUnused closes listeners no part was handed.
+func closeUnused(lns []net.Listener) {
+	for _, l := range lns {
+		_ = l.Close()
+	}
+}
+
+// loopbackListeners binds n loopback ports for the listeners nobody but
+// the parts themselves dial. The parts are handed the listeners, not only
+// their addresses: a port closed and bound again later could be taken by
+// another process in between.
+func loopbackListeners(n int) ([]net.Listener, error) {
+	lns := make([]net.Listener, 0, n)
+	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return "", "", "", fmt.Errorf("find a free port on loopback: %w", err)
+			closeUnused(lns)
+			return nil, fmt.Errorf("bind a port on loopback: %w", err)
 		}
 		lns = append(lns, l)
-		addrs[i] = l.Addr().String()
 	}
-	return addrs[0], addrs[1], addrs[2], nil
+	return lns, nil
 }
 
 // writeAgentToken writes the agent's token and the controller's static

@@ -63,6 +63,11 @@ type Options struct {
 	AllowInsecureOIDC bool
 	Profiling         bool
 	Log               logflags.Options
+
+	// AdminListener, when set, is AdminListen bound already: gatehouse dev
+	// binds its loopback ports before it starts the parts, so that no
+	// other process takes one in between. No flag sets it.
+	AdminListener net.Listener
 }
 
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -214,7 +219,11 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 		servers = append(servers, &serving{name: "health", addr: o.HealthListen, tls: health != nil,
 			srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second, TLSConfig: health}})
 	}
+	servers[1].ln = o.AdminListener
 	for _, s := range servers {
+		if s.ln != nil {
+			continue
+		}
 		if s.ln, err = net.Listen("tcp", s.addr); err != nil {
 			closeAll(servers)
 			return fmt.Errorf("listen on %s (%s): %w", s.addr, s.name, err)
