@@ -53,7 +53,7 @@ func NewBuilder(o BuilderOptions) *Builder {
 func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	var problems []Problem
 	report := func(ps []Problem) { problems = append(problems, ps...) }
-	c := &snapshot.Content{Secrets: map[string][]byte{}}
+	c := &snapshot.Content{Secrets: map[string][]byte{}, ArgoCDNamespace: b.o.ControlPlaneNamespace}
 
 	set, errs := settings.Build(b.o.ControlPlaneNamespace, st.ConfigMaps[settings.CmdParamsConfigMap].Data,
 		st.ConfigMaps[settings.ArgoCDConfigMap].Data, b.o.Overrides)

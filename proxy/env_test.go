@@ -93,6 +93,8 @@ type env struct {
 func baseContent(def, prod *echo) *snapshot.Content {
 	iss := issuer()
 	return &snapshot.Content{
+		// Not "argocd": the spoofing test sends that as a client header.
+		ArgoCDNamespace: "gitops",
 		Extensions: []snapshot.Extension{
 			{Name: "metrics", Backend: snapshot.Backend{Services: []snapshot.Service{
 				{URLs: []string{def.srv.URL + "/base"}, Headers: []snapshot.Header{

@@ -58,7 +58,10 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		return ext.name
 	}
 	x := &exchange{p: p, ext: ext, route: rt, websocket: websocket, clientAddr: r.RemoteAddr, clientHost: r.Host, clientTLS: r.TLS != nil}
-	x.identity = headers.Identity{Username: id.Username, UserID: id.UserID, Groups: id.Groups}
+	// Argocd-Namespace is Argo CD's control-plane namespace, as Argo CD's
+	// extension proxy sends it (server/extension prepareRequest), not the
+	// Application's: that is in Argocd-Application-Name.
+	x.identity = headers.Identity{Username: id.Username, UserID: id.UserID, Groups: id.Groups, Namespace: t.argocdNamespace}
 	var target *authz.Target
 	if !ext.system {
 		ref, prob := parseAppRef(r, websocket)
@@ -72,7 +75,7 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 			return ext.name
 		}
 		x.identity.Application = ref.namespace + ":" + ref.name
-		x.identity.Project, x.identity.Namespace = ref.project, ref.namespace
+		x.identity.Project = ref.project
 		if cl := target.Cluster; cl != nil {
 			x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
 		}

@@ -51,18 +51,18 @@ func TestHeaderSpoofing(t *testing.T) {
 		{name: "local user, by bearer token, Application on prod", token: token("alice"), app: map[string]string{
 			"Argocd-Application-Name": "team-a/web", "Argocd-Project-Name": "team-a"}, path: "/api/v1/extensions/metrics/x",
 			want: map[string]string{"Argocd-Username": "alice", "Argocd-User-Id": "alice", "Argocd-User-Groups": "",
-				"Argocd-Application-Name": "team-a:web", "Argocd-Project-Name": "team-a", "Argocd-Namespace": "team-a",
+				"Argocd-Application-Name": "team-a:web", "Argocd-Project-Name": "team-a", "Argocd-Namespace": "gitops",
 				"Argocd-Target-Cluster-Name": "prod", "Argocd-Target-Cluster-Url": "https://prod.example:6443",
 				"Authorization": "", "X-Static": "", "X-Gatehouse-Access": "read-write"}},
 		{name: "SSO user, by cookie, default service with configured headers", token: sso, cookie: true,
 			app: app("team-a", "local", "team-a"), path: "/api/v1/extensions/metrics/x",
 			want: map[string]string{"Argocd-Username": "carol@example.com", "Argocd-User-Id": "carol-sub", "Argocd-User-Groups": "org:team-a,org:all",
-				"Argocd-Application-Name": "team-a:local", "Argocd-Target-Cluster-Name": "in-cluster",
+				"Argocd-Application-Name": "team-a:local", "Argocd-Namespace": "gitops", "Argocd-Target-Cluster-Name": "in-cluster",
 				"Authorization": "Bearer backend-credential", "X-Static": "configured", "X-Gatehouse-Access": "read-write"}},
-		{name: "system extension: no Application headers at all", token: token("alice"), path: "/api/v1/extensions/audit/x",
+		{name: "system extension: no Application headers at all; Argo CD's namespace still", token: token("alice"), path: "/api/v1/extensions/audit/x",
 			app: app("team-a", "web", "team-a"),
 			want: map[string]string{"Argocd-Username": "alice", "Argocd-User-Id": "alice", "Argocd-Application-Name": "", "Argocd-Project-Name": "",
-				"Argocd-Namespace": "", "Argocd-Target-Cluster-Name": "", "Argocd-Target-Cluster-Url": "", "X-Gatehouse-Access": ""}},
+				"Argocd-Namespace": "gitops", "Argocd-Target-Cluster-Name": "", "Argocd-Target-Cluster-Url": "", "X-Gatehouse-Access": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

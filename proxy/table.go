@@ -26,6 +26,9 @@ type table struct {
 	// origins are the hosts a browser's WebSocket handshake may come from
 	// besides the proxy's own: Argo CD's URL.
 	origins []string
+	// argocdNamespace is Argo CD's control-plane namespace, sent as
+	// Argocd-Namespace; "" when the snapshot does not say.
+	argocdNamespace string
 }
 
 // extension is one extension's routes.
@@ -113,7 +116,8 @@ func (b *builder) build(version string, c *snapshot.Content) (*table, *pending) 
 		upstreams:  map[string]*upstream{},
 		lastGood:   map[string]*extension{},
 	}
-	t := &table{version: version, extensions: make(map[string]*extension, len(c.Extensions)), index: authz.NewIndex(c)}
+	t := &table{version: version, extensions: make(map[string]*extension, len(c.Extensions)), index: authz.NewIndex(c),
+		argocdNamespace: c.ArgoCDNamespace}
 	if u, err := url.Parse(c.Auth.URL); err == nil && u.Host != "" {
 		t.origins = append(t.origins, u.Host)
 	}

@@ -111,7 +111,7 @@ func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 	case e.Path == ExtensionsFile:
 		var d extensionsDoc
 		err := strictJSON(b, &d)
-		c.Extensions = d.Extensions
+		c.Extensions, c.ArgoCDNamespace = d.Extensions, d.ArgoCDNamespace
 		return err
 	case e.Path == ClustersFile:
 		var d clustersDoc

@@ -88,7 +88,7 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		docs[path] = encodedDoc{value: v, file: files[len(files)-1]}
 		return nil
 	}
-	if err := addDoc(ExtensionsFile, extensionsDoc{Extensions: n.Extensions}); err != nil {
+	if err := addDoc(ExtensionsFile, extensionsDoc{Extensions: n.Extensions, ArgoCDNamespace: n.ArgoCDNamespace}); err != nil {
 		return nil, err
 	}
 	if err := addDoc(ClustersFile, clustersDoc{Clusters: n.Clusters}); err != nil {
@@ -174,7 +174,8 @@ func (e *Encoder) sum(f File) string {
 // beside the list.
 type (
 	extensionsDoc struct {
-		Extensions []Extension `json:"extensions"`
+		Extensions      []Extension `json:"extensions"`
+		ArgoCDNamespace string      `json:"argocdNamespace,omitempty"`
 	}
 	clustersDoc struct {
 		Clusters []Cluster `json:"clusters"`

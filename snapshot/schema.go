@@ -4,13 +4,17 @@ package snapshot
 // snapshot with another schemaVersion is refused: the proxy must not guess at
 // fields it does not know. Version 2 added Project.PermitOnlyProjectScopedClusters
 // and Cluster.Project: a version-1 proxy would not know to enforce them.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Content is everything the proxy needs to route and authorize requests with no
 // Kubernetes access. The zero value is a valid, empty snapshot.
 type Content struct {
 	// Extensions by name, sorted by name.
 	Extensions []Extension `json:"extensions"`
+	// ArgoCDNamespace is Argo CD's control-plane namespace, which backends
+	// are told as Argocd-Namespace, as Argo CD's extension proxy tells them
+	// (stored in extensions.json; "" when unknown: not sent).
+	ArgoCDNamespace string `json:"-"`
 	// Applications of every enabled namespace.
 	Applications []Application `json:"-"`
 	// Projects by name.

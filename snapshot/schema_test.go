@@ -12,6 +12,7 @@ import (
 
 func sample() *Content {
 	return &Content{
+		ArgoCDNamespace: "argocd",
 		Extensions: []Extension{{
 			Name: "metrics",
 			Backend: Backend{
@@ -73,7 +74,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(files(fs), files(again)) {
 		t.Fatal("decoding and encoding again changed the bytes")
 	}
-	if len(out.Applications) != 2 || len(out.Extensions) != 2 || out.Auth.OIDC == nil || string(out.Secrets["argocd-secret/metrics.token"]) != "Bearer s3cret" {
+	if len(out.Applications) != 2 || len(out.Extensions) != 2 || out.Auth.OIDC == nil || string(out.Secrets["argocd-secret/metrics.token"]) != "Bearer s3cret" ||
+		out.ArgoCDNamespace != "argocd" {
 		t.Fatalf("decoded content lost something: %+v", out)
 	}
 }
@@ -164,6 +166,8 @@ func TestValidate(t *testing.T) {
 		{"secret path escaping", func(c *Content) { c.Secrets["../x"] = nil }, "want \"<secret>/<key>\""},
 		{"policy path escaping", func(c *Content) { c.Policy["../x.rego"] = nil }, `".." segment`},
 		{"oidc without audience", func(c *Content) { c.Auth.OIDC.Audiences = nil }, "at least one audience"},
+		{"Argo CD's namespace unknown", func(c *Content) { c.ArgoCDNamespace = "" }, ""},
+		{"Argo CD's namespace not a namespace name", func(c *Content) { c.ArgoCDNamespace = "Argo CD" }, "not a namespace name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

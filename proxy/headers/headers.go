@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// The identity headers the proxy sets on backend requests: the names Argo
-// CD's extension proxy sends (server/extension), and Argocd-Namespace from
-// the proposal. Every other Argocd-* header a client sends is removed too.
+// The identity headers the proxy sets on backend requests: the names and
+// meanings Argo CD's extension proxy sends (server/extension; Argocd-Namespace
+// is Argo CD's control-plane namespace there). Every other Argocd-* header a
+// client sends is removed too.
 const (
 	Username          = "Argocd-Username"
 	UserID            = "Argocd-User-Id"
@@ -37,8 +38,10 @@ type Identity struct {
 	Username, UserID string
 	Groups           []string
 	// Application is "<namespace>:<name>", as Argo CD sends it.
-	Application, Project, Namespace string
-	ClusterName, ClusterURL         string
+	Application, Project string
+	// Namespace is Argo CD's control-plane namespace.
+	Namespace               string
+	ClusterName, ClusterURL string
 }
 
 // Header is a configured or policy header.

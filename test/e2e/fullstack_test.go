@@ -53,7 +53,7 @@ func TestFullStack(t *testing.T) {
 					t.Errorf("%s got path %s, want %s", tc.backend, seen.path, want)
 				}
 				expectIdentity(t, seen, map[string]string{"Argocd-Username": "alice", "Argocd-User-Id": "alice",
-					"Argocd-Application-Name": "team-a:" + tc.app, "Argocd-Project-Name": "team-a", "Argocd-Namespace": "team-a",
+					"Argocd-Application-Name": "team-a:" + tc.app, "Argocd-Project-Name": "team-a", "Argocd-Namespace": "argocd",
 					"Argocd-Target-Cluster-Name": tc.cluster, "Argocd-Target-Cluster-Url": tc.server, "Authorization": "", "Cookie": ""})
 			}
 		}

@@ -181,7 +181,7 @@ func TestProxyInCluster(t *testing.T) {
 		got = <-seen
 	}
 	for name, want := range map[string]string{"Argocd-Username": "alice", "Argocd-User-Id": "alice", "Argocd-Application-Name": "team-proxy:web",
-		"Argocd-Project-Name": "proxy-team", "Argocd-Namespace": "team-proxy", "Argocd-Target-Cluster-Name": "proxy-prod",
+		"Argocd-Project-Name": "proxy-team", "Argocd-Namespace": "argocd", "Argocd-Target-Cluster-Name": "proxy-prod",
 		"Argocd-Target-Cluster-Url": "https://proxy-prod.example:6443", "Authorization": ""} {
 		if v := got.Header.Get(name); v != want {
 			t.Errorf("the backend got %s %q, want %q", name, v, want)
