@@ -2,7 +2,9 @@
 // (github.com/argoproj/argo-cd/v3 v3.5.0, util/rbac and server/rbacpolicy),
 // wired as argocd-server wires it, and pattern questions with its own
 // matching (util/security IsNamespaceEnabled, AppProject
-// IsDestinationPermitted), so that Gatehouse's tests can hold the casbin
+// IsDestinationPermitted), extension configs with its settings and
+// extension managers, and calls with its extension proxy (CallExtension),
+// so that Gatehouse's tests can hold the casbin
 // importer and the namespace and destination checks to Argo CD's decisions. It is its own module so that the
 // product's go.mod does not carry Argo CD; and its own process because Argo CD
 // links github.com/gobwas/glob v0.2.3 and Gatehouse (and OPA) v1.0.0, whose
@@ -56,6 +58,9 @@ type Case struct {
 	// ExtConfigs asks, instead of decisions, what argocd-server makes of
 	// each extension config (see ExtAnswer).
 	ExtConfigs []ExtConfig `json:"extConfigs,omitempty"`
+	// Calls asks, instead of decisions, what Argo CD's extension proxy
+	// sends the backend for each authorized call.
+	Calls []ExtensionCall `json:"calls,omitempty"`
 	// Policy, DefaultRole and MatchMode are argocd-rbac-cm's policy.csv,
 	// policy.default and policy.matchMode.
 	Policy      string `json:"policy"`
@@ -111,6 +116,8 @@ type Answer struct {
 	Permitted []bool `json:"permitted,omitempty"`
 	// ExtAnswers answer ExtConfigs, one each.
 	ExtAnswers []ExtAnswer `json:"extAnswers,omitempty"`
+	// CallAnswers answer Calls, one each.
+	CallAnswers []CallAnswer `json:"callAnswers,omitempty"`
 }
 
 // Target is an AppProject destination entry (globs) or a destination: a
@@ -163,6 +170,10 @@ func serve(r io.Reader, w io.Writer) error {
 func decide(c *Case) (*Answer, error) {
 	if c.Builtin {
 		return &Answer{Builtin: assets.BuiltinPolicyCSV}, nil
+	}
+	if c.Calls != nil {
+		ans, err := answerCalls(c.Calls)
+		return &Answer{CallAnswers: ans}, err
 	}
 	if c.ExtConfigs != nil {
 		ans, err := answerExtConfigs(c.ExtConfigs)

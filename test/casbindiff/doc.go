@@ -4,6 +4,7 @@
 // import denies what Argo CD allows, its report says why), and namespace
 // pattern lists and AppProject destinations to its glob matching, and
 // controlplane/extconfig to its extension settings (argocd-cm read by its
-// settings manager, then UpdateExtensionRegistry). Argo CD's side runs in a
-// separate process built from test/argocdref.
+// settings manager, then UpdateExtensionRegistry), and the headers and path
+// a backend receives to its extension proxy's (CallExtension). Argo CD's
+// side runs in a separate process built from test/argocdref.
 package casbindiff

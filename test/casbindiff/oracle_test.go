@@ -22,6 +22,7 @@ type argoCase struct {
 	Destinations []argoTarget      `json:"destinations,omitempty"`
 	Targets      []argoTarget      `json:"targets,omitempty"`
 	ExtConfigs   []argoExtConfig   `json:"extConfigs,omitempty"`
+	Calls        []argoCall        `json:"calls,omitempty"`
 	Policy       string            `json:"policy"`
 	DefaultRole  string            `json:"defaultRole,omitempty"`
 	MatchMode    string            `json:"matchMode,omitempty"`
@@ -58,10 +59,37 @@ type argoAnswer struct {
 		ApplicationGet  bool `json:"applicationGet"`
 		ExtensionInvoke bool `json:"extensionInvoke"`
 	} `json:"decisions,omitempty"`
-	InList     []bool          `json:"inList,omitempty"`
-	Panics     []bool          `json:"panics,omitempty"`
-	Permitted  []bool          `json:"permitted,omitempty"`
-	ExtAnswers []argoExtAnswer `json:"extAnswers,omitempty"`
+	InList      []bool           `json:"inList,omitempty"`
+	Panics      []bool           `json:"panics,omitempty"`
+	Permitted   []bool           `json:"permitted,omitempty"`
+	ExtAnswers  []argoExtAnswer  `json:"extAnswers,omitempty"`
+	CallAnswers []argoCallAnswer `json:"callAnswers,omitempty"`
+}
+
+// The extension call messages (argocdref's ExtensionCall, App and
+// CallAnswer).
+type argoCall struct {
+	Namespace   string            `json:"namespace"`
+	Application argoApp           `json:"application"`
+	Clusters    []argoTarget      `json:"clusters,omitempty"`
+	UserID      string            `json:"userID,omitempty"`
+	Username    string            `json:"username,omitempty"`
+	Groups      []string          `json:"groups,omitempty"`
+	Path        string            `json:"path"`
+	Header      map[string]string `json:"header"`
+}
+
+type argoApp struct {
+	Namespace   string     `json:"namespace"`
+	Name        string     `json:"name"`
+	Project     string     `json:"project"`
+	Destination argoTarget `json:"destination"`
+}
+
+type argoCallAnswer struct {
+	Status int               `json:"status"`
+	Header map[string]string `json:"header,omitempty"`
+	Path   string            `json:"path,omitempty"`
 }
 
 // The extension config messages (argocdref's ExtConfig, Secret, ExtAnswer,
