@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
+	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Prefixes extensions are served under: the proposal's, and the one Argo
@@ -150,11 +151,11 @@ func parseAppRef(r *http.Request, websocket bool) (appRef, *problem) {
 	switch {
 	case !found:
 		return appRef{}, badRequest(headers.ApplicationName + " must be <namespace>:<name> (or <namespace>/<name>)")
-	case !isDNSLabel(ns):
+	case !snapshot.IsDNSLabel(ns):
 		return appRef{}, badRequest(headers.ApplicationName + ": " + quoteShort(ns) + " is not a namespace name")
-	case !isDNSSubdomain(name):
+	case !snapshot.IsDNSSubdomain(name):
 		return appRef{}, badRequest(headers.ApplicationName + ": " + quoteShort(name) + " is not an Application name")
-	case !isDNSSubdomain(project):
+	case !snapshot.IsDNSSubdomain(project):
 		return appRef{}, badRequest(headers.ProjectName + ": " + quoteShort(project) + " is not a project name")
 	}
 	return appRef{namespace: ns, name: name, project: project}, nil
@@ -183,37 +184,6 @@ func single(r *http.Request, header, param string, websocket bool) (string, bool
 		return values[0], values[0] != "", nil
 	}
 	return "", false, badRequest(where + " is given more than once")
-}
-
-// isDNSLabel is Kubernetes' rule for namespace names (RFC 1123 label).
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isDNSSubdomain is Kubernetes' rule for object names (RFC 1123 subdomain),
-// which Applications and AppProjects follow.
-func isDNSSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if !isDNSLabel(label) {
-			return false
-		}
-	}
-	return true
 }
 
 // quoteShort quotes a value from a request for a message, shortened.

@@ -24,7 +24,7 @@ func (c *Content) Validate() error {
 	errs = append(errs, c.validateExtensions()...)
 	errs = append(errs, c.validateIndex()...)
 	errs = append(errs, c.validateAuth()...)
-	if c.ArgoCDNamespace != "" && !isDNSLabel(c.ArgoCDNamespace) {
+	if c.ArgoCDNamespace != "" && !IsDNSLabel(c.ArgoCDNamespace) {
 		errs = append(errs, fmt.Errorf("argocdNamespace %q: not a namespace name", c.ArgoCDNamespace))
 	}
 	for p := range c.Policy {
@@ -248,20 +248,3 @@ func checkSecretPath(p string) error {
 }
 
 var secretSegment = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
-
-// isDNSLabel is Kubernetes' rule for namespace names (RFC 1123 label).
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}

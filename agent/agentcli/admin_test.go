@@ -53,13 +53,10 @@ func TestAdminServesHTTPSWithACertificate(t *testing.T) {
 	}()
 	verified := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.CA.Pool(), MinVersion: tls.VersionTLS12}}}
 	base := fmt.Sprintf("127.0.0.1:%d", port)
-	var status int
-	var body string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if status, body, err = testkit.Fetch(verified, "https://"+base+"/metrics"); err == nil {
-			break
-		}
+	if err := testkit.WaitHTTPWith(verified, "https://"+base+"/healthz", 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
+	status, body, err := testkit.Fetch(verified, "https://"+base+"/metrics")
 	if err != nil || status != http.StatusOK || !strings.Contains(body, "gatehouse_agent_") {
 		t.Fatalf("metrics over HTTPS: %d, %v, body without gatehouse_agent_", status, err)
 	}

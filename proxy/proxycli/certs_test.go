@@ -44,7 +44,7 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 		}
 	}()
 	verified := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.CA.Pool(), MinVersion: tls.VersionTLS12}}}
-	if err := waitGet(verified, "https://"+o.HealthListen+"/healthz"); err != nil {
+	if err := testkit.WaitHTTPWith(verified, "https://"+o.HealthListen+"/healthz", 10*time.Second); err != nil {
 		t.Fatalf("the health listener never answered over HTTPS: %v", err)
 	}
 	for _, tc := range []struct {
@@ -72,15 +72,4 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func waitGet(c *http.Client, url string) error {
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var status int
-		if status, _, err = testkit.Fetch(c, url); err == nil && status == http.StatusOK {
-			return nil
-		}
-	}
-	return err
 }

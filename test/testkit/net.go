@@ -21,9 +21,18 @@ func FreePort() (int, error) {
 // WaitHTTP polls url until it answers 200 OK or limit passes.
 func WaitHTTP(url string, limit time.Duration) error { return WaitHTTPWhile(url, limit, nil) }
 
+// WaitHTTPWith is WaitHTTP with client c (an HTTPS listener's CA, say).
+func WaitHTTPWith(c *http.Client, url string, limit time.Duration) error {
+	return waitHTTP(c, url, limit, nil)
+}
+
 // WaitHTTPWhile is WaitHTTP that gives up as soon as gone is closed: the
 // process that should answer has exited.
 func WaitHTTPWhile(url string, limit time.Duration, gone <-chan struct{}) error {
+	return waitHTTP(http.DefaultClient, url, limit, gone)
+}
+
+func waitHTTP(c *http.Client, url string, limit time.Duration, gone <-chan struct{}) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		select {
@@ -31,7 +40,7 @@ func WaitHTTPWhile(url string, limit time.Duration, gone <-chan struct{}) error 
 			return fmt.Errorf("the process serving %s exited before it answered 200 OK", url)
 		default:
 		}
-		resp, err := http.Get(url)
+		resp, err := c.Get(url) //nolint:noctx // loopback test helper
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
