@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -38,4 +39,34 @@ func TestWaitHTTPWhile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFreePortStaysOutOfTheEphemeralRange: ports come from below the range
+// the kernel hands out for bind(0) and outgoing connections, are never
+// handed out twice, and can be bound.
+func TestFreePortStaysOutOfTheEphemeralRange(t *testing.T) {
+	lo, hi := belowEphemeral()
+	seen := map[int]bool{}
+	for range 300 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < lo || p >= hi {
+			t.Fatalf("port %d outside [%d, %d)", p, lo, hi)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatalf("the port FreePort gave cannot be bound: %v", err)
+	}
+	_ = l.Close()
 }
