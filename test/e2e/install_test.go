@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -147,45 +148,52 @@ func TestInstallDryRun(t *testing.T) {
 		{path: "../../manifests/examples/ingress.yaml"},
 	} {
 		t.Run(strings.TrimPrefix(tt.path, "../../"), func(t *testing.T) {
-			var apply bytes.Buffer
-			var foreign []string
-			for _, o := range render(t, tt.path) {
-				if g := o.group(); g == "cert-manager.io" || g == "monitoring.coreos.com" {
-					foreign = append(foreign, o.String())
-					continue
-				}
-				doc := o.raw
-				// The test registered its own "gatehouse" webhook
-				// configuration (pointing at 127.0.0.1); check the shipped
-				// one under another name.
-				if o.Kind == "ValidatingWebhookConfiguration" {
-					var m map[string]any
-					if err := yaml.Unmarshal(doc, &m); err != nil {
-						t.Fatal(err)
-					}
-					m["metadata"].(map[string]any)["name"] = "gatehouse-manifest-check"
-					var err error
-					if doc, err = yaml.Marshal(m); err != nil {
-						t.Fatal(err)
-					}
-				}
-				apply.WriteString("---\n")
-				apply.Write(doc)
-			}
-			slices.Sort(foreign)
-			slices.Sort(tt.foreign)
-			if !slices.Equal(foreign, tt.foreign) {
-				t.Errorf("objects of kinds this API server lacks: %q, want %q", foreign, tt.foreign)
-			}
-			if apply.Len() == 0 {
-				return
-			}
-			c := sharedCluster(t)
-			r := c.run(c.adminCfg, apply.String(), "apply", "--dry-run=server", "-f", "-")
-			if r.err != nil {
-				t.Fatalf("kubectl apply --dry-run=server of %s: %v\n%s", tt.path, r.err, r.stderr)
-			}
+			dryRunApply(t, tt.path, render(t, tt.path), tt.foreign)
 		})
+	}
+}
+
+// dryRunApply applies objs (rendered from path) to the real API server with
+// a server-side dry run. Objects of the operators this API server lacks are
+// left out, and must be exactly foreign.
+func dryRunApply(t *testing.T, path string, objs []object, want []string) {
+	t.Helper()
+	var apply bytes.Buffer
+	var foreign []string
+	for _, o := range objs {
+		if g := o.group(); g == "cert-manager.io" || g == "monitoring.coreos.com" {
+			foreign = append(foreign, o.String())
+			continue
+		}
+		doc := o.raw
+		// The test registered its own "gatehouse" webhook configuration
+		// (pointing at 127.0.0.1); check the shipped one under another name.
+		if o.Kind == "ValidatingWebhookConfiguration" {
+			var m map[string]any
+			if err := yaml.Unmarshal(doc, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["metadata"].(map[string]any)["name"] = "gatehouse-manifest-check"
+			var err error
+			if doc, err = yaml.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apply.WriteString("---\n")
+		apply.Write(doc)
+	}
+	slices.Sort(foreign)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(foreign, want) {
+		t.Errorf("objects of kinds this API server lacks: %q, want %q", foreign, want)
+	}
+	if apply.Len() == 0 {
+		return
+	}
+	c := sharedCluster(t)
+	r := c.run(c.adminCfg, apply.String(), "apply", "--dry-run=server", "-f", "-")
+	if r.err != nil {
+		t.Fatalf("kubectl apply --dry-run=server of %s: %v\n%s", path, r.err, r.stderr)
 	}
 }
 
@@ -363,4 +371,101 @@ func TestInstallGuideCheck(t *testing.T) {
 	if got := strings.TrimSpace(r.stderr); got != shown {
 		t.Errorf("kubectl prints\n%s\ndocs/install.md shows\n%s", got, shown)
 	}
+}
+
+// TestArgoCDNamespaceComponent: components/argocd-namespace moves every
+// place where base/ (and the cert-manager overlay) names Argo CD's namespace
+// to the one the user's overlay gives, and nothing else; the shipped example
+// renders and applies. A new reference to `argocd` in base/ that the
+// component does not move fails here.
+func TestArgoCDNamespaceComponent(t *testing.T) {
+	manifests, err := filepath.Abs("../../manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join(manifests, "examples/argocd-namespace/argocd-namespace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const moved = "gitops" // what the example sets
+	for _, variant := range []string{"base", "overlays/cert-manager"} {
+		t.Run(variant, func(t *testing.T) {
+			before := namespaceRefs(t, render(t, filepath.Join(manifests, variant)), "argocd")
+			if len(before) == 0 {
+				t.Fatalf("%s names Argo CD's namespace nowhere; the test no longer checks anything", variant)
+			}
+			dir := t.TempDir()
+			// kustomize takes only relative paths.
+			rel := func(p string) string {
+				r, err := filepath.Rel(dir, filepath.Join(manifests, p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			kustomization := fmt.Sprintf("resources:\n  - %s\n  - argocd-namespace.yaml\ncomponents:\n  - %s\n",
+				rel(variant), rel("components/argocd-namespace"))
+			if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "argocd-namespace.yaml"), example, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			objs := render(t, dir)
+			if left := namespaceRefs(t, objs, "argocd"); len(left) > 0 {
+				t.Errorf("still `argocd` after the component (add these to components/argocd-namespace):\n  %s", strings.Join(left, "\n  "))
+			}
+			if after := namespaceRefs(t, objs, moved); !slices.Equal(after, before) {
+				t.Errorf("the component set %q at:\n  %s\nwant exactly where the variant had `argocd`:\n  %s",
+					moved, strings.Join(after, "\n  "), strings.Join(before, "\n  "))
+			}
+			for _, o := range objs {
+				if o.Metadata.Name == "gatehouse-argocd-namespace" {
+					t.Errorf("%s is shipped; it is local-config, read by the component only", o)
+				}
+			}
+		})
+	}
+	t.Run("example", func(t *testing.T) {
+		c := sharedCluster(t)
+		ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + moved + "\n"
+		if r := c.run(c.adminCfg, ns, "apply", "-f", "-"); r.err != nil {
+			t.Fatalf("create namespace %s: %v\n%s", moved, r.err, r.stderr)
+		}
+		dryRunApply(t, "../../manifests/examples/argocd-namespace", render(t, "../../manifests/examples/argocd-namespace"), nil)
+	})
+}
+
+// namespaceRefs lists where objs name namespace ns: every string value that
+// is ns, or a flag setting it ("--x=ns"), as "Kind namespace/name: path" with
+// the object's own namespace written as it is after rendering.
+func namespaceRefs(t *testing.T, objs []object, ns string) []string {
+	t.Helper()
+	var out []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(prefix+"."+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", prefix, i), e)
+			}
+		case string:
+			if v == ns || strings.HasSuffix(v, "="+ns) {
+				out = append(out, prefix)
+			}
+		}
+	}
+	for _, o := range objs {
+		var m map[string]any
+		if err := yaml.Unmarshal(o.raw, &m); err != nil {
+			t.Fatalf("%s: %v", o, err)
+		}
+		walk(o.Kind+" "+o.Metadata.Name, m)
+	}
+	slices.Sort(out)
+	return out
 }
