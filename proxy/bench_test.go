@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -16,12 +18,19 @@ import (
 // every build), so a change to the request path shows in allocs/op and
 // B/op; test/bench/proxy measures the whole process under load.
 func BenchmarkServeHTTP(b *testing.B) {
+	b.Run("access-log=off", func(b *testing.B) { benchmarkServeHTTP(b, nil) })
+	// The access log as --access-log writes it: JSON, here to nowhere.
+	b.Run("access-log=on", func(b *testing.B) { benchmarkServeHTTP(b, slog.New(slog.NewJSONHandler(io.Discard, nil))) })
+}
+
+func benchmarkServeHTTP(b *testing.B, accessLog *slog.Logger) {
 	payload := bytes.Repeat([]byte("x"), 1024)
 	be := newBackend(b, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(payload)
 	})
-	e := newEnv(b, func(c *snapshot.Content) { c.Extensions[0].Backend.Services[1].URLs = []string{be.URL} })
+	e := newEnv(b, func(c *snapshot.Content) { c.Extensions[0].Backend.Services[1].URLs = []string{be.URL} },
+		func(o *Options) { o.AccessLog = accessLog })
 	alice := token("alice")
 	serve := func() {
 		r := httptest.NewRequest(http.MethodGet, "/api/v1/extensions/metrics/api/v1/query?q=up", nil)

@@ -28,6 +28,9 @@ func (p *problem) body() []byte {
 }
 
 func (p *problem) write(w http.ResponseWriter) {
+	if rw, ok := w.(*responseWriter); ok {
+		rw.acc.answer = p.kind
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Cache-Control"] = []string{"no-store"}

@@ -262,6 +262,7 @@ func (x *exchange) failure(req *http.Request, err error) *http.Response {
 			reason: "the extension's backend failed to answer: try again later, or tell your Argo CD administrator"}
 	}
 	x.p.m.backendErrors.WithLabelValues(x.ext.name, kind).Inc()
+	x.w.acc.answer = prob.kind
 	if kind != "canceled" {
 		x.p.log.Warn("no response from backend", "extension", x.ext.name, "backend", x.up.url.Host, "kind", kind, "error", err)
 	}

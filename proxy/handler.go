@@ -23,7 +23,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{ResponseWriter: w, p: p}
 	label := p.serve(rw, r, start)
 	p.m.inFlight.Dec()
-	p.m.request(label, rw.code(), time.Since(start))
+	took := time.Since(start)
+	p.m.request(label, rw.code(), took)
+	if p.o.AccessLog != nil {
+		p.logAccess(r, rw, label, took)
+	}
 }
 
 // serve answers r and returns the extension label of its metrics.
@@ -47,6 +51,7 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		authError(err).write(rw)
 		return "-"
 	}
+	rw.acc.userID, rw.acc.username = id.UserID, id.Username
 	ext := t.extensions[rt.extension]
 	if ext == nil {
 		notFound("no extension named " + quoteShort(rt.extension) + " is configured").write(rw)
@@ -76,6 +81,7 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		}
 		x.identity.Application = ref.namespace + ":" + ref.name
 		x.identity.Project = ref.project
+		rw.acc.namespace, rw.acc.application, rw.acc.project = ref.namespace, ref.name, ref.project
 		if cl := target.Cluster; cl != nil {
 			x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
 		}
@@ -124,6 +130,9 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		return ext.name
 	}
 	p.forward(rw, r, x)
+	if x.up != nil {
+		rw.acc.backend = x.up.url.Host
+	}
 	return ext.name
 }
 

@@ -55,6 +55,9 @@ type Options struct {
 	// MaxUsersPerExtension bounds the per-user rate limiters kept for one
 	// extension; default 100,000.
 	MaxUsersPerExtension int
+	// AccessLog, when set, takes one line per request once it is answered
+	// (accesslog.go); nil: none.
+	AccessLog *slog.Logger
 }
 
 func (o Options) withDefaults() Options {

@@ -35,6 +35,10 @@ type responseWriter struct {
 	deadline     time.Time
 	hijacked     net.Conn
 	stopDeadline *time.Timer
+	// bytes is the body written to the client; acc what the access log
+	// says of the request.
+	bytes int64
+	acc   access
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -49,6 +53,7 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
 	if w.flushEach && err == nil {
 		w.Flush()
 	}

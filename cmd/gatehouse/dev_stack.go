@@ -114,7 +114,9 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 	pfs := parseFlags("proxy", po.AddFlags,
 		"--snapshot-dir="+volume, "--listen="+listen, "--admin-listen="+adminAddr, "--health-listen=0",
 		// The demo SSO issuer is http:// on loopback.
-		"--allow-insecure-oidc", "--shutdown-timeout=5s")
+		"--allow-insecure-oidc", "--shutdown-timeout=5s",
+		// Every request the developer sends shows in the log, with its answer.
+		"--access-log")
 	if pfs.err == nil {
 		pfs.err = errors.Join(po.Validate()...)
 	}

@@ -38,6 +38,7 @@ type Options struct {
 	KeyFile      string
 
 	DecisionLog       bool
+	AccessLog         bool
 	PolicyShadow      bool
 	DecisionCacheSize int
 	DecisionCacheTTL  time.Duration
@@ -79,6 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertFile, "tls-cert-file", "", "serve HTTPS with this certificate on --listen and --health-listen (re-read when it changes); default: plain HTTP")
 	fs.StringVar(&o.KeyFile, "tls-key-file", "", "key of --tls-cert-file")
 	fs.BoolVar(&o.DecisionLog, "decision-log", false, "log every policy decision (user, extension, Application, method, outcome, reason; never tokens or paths)")
+	fs.BoolVar(&o.AccessLog, "access-log", false, "log every extension request once answered (method, extension, path without the query, status, bytes, duration, user, Application, backend; never tokens, queries or headers)")
 	fs.BoolVar(&o.PolicyShadow, "policy-shadow", false, "shadow mode for every policy: decide and log, but allow what the policy denies")
 	fs.IntVar(&o.DecisionCacheSize, "decision-cache-size", 10000, "policy decisions kept (0 disables the cache)")
 	fs.DurationVar(&o.DecisionCacheTTL, "decision-cache-ttl", 5*time.Second, "how long a policy decision is kept")
@@ -182,6 +184,10 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	if o.DecisionLog {
 		engine = append(engine, policies.WithDecisionLog(logger))
 	}
+	var accessLog *slog.Logger
+	if o.AccessLog {
+		accessLog = logger
+	}
 	p, err := proxy.New(proxy.Options{
 		Root:                 o.SnapshotDir,
 		Limits:               sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles},
@@ -194,6 +200,7 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 		ClientBodyTimeout:    o.ClientBodyTimeout,
 		MaxRequestBodyBytes:  o.MaxRequestBodyBytes,
 		MaxUsersPerExtension: o.MaxUsers,
+		AccessLog:            accessLog,
 	})
 	if err != nil {
 		return err
