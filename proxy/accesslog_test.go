@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
 
 	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
@@ -114,4 +118,48 @@ func mustHost(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return u.Host
+}
+
+// TestAccessLogWebSocket: a WebSocket's line comes when it closes, with the
+// 101 the client got and the Application from the handshake's query, which
+// itself is not logged.
+func TestAccessLogWebSocket(t *testing.T) {
+	backend := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		websocket.Handler(func(c *websocket.Conn) { _, _ = io.Copy(c, c) }).ServeHTTP(w, r)
+	})
+	lines := make(records, 4)
+	e := newEnv(t, func(c *snapshot.Content) {
+		c.Extensions = append(c.Extensions, snapshot.Extension{Name: "terminal", Backend: snapshot.Backend{Services: services(backend.URL)}})
+	}, func(o *Options) { o.AccessLog = slog.New(lines) })
+	host := strings.TrimPrefix(e.srv.URL, "http://")
+	cfg, err := websocket.NewConfig("ws://"+host+"/extensions/terminal/shell?argocd-application-name=team-a%3Aweb&argocd-project-name=team-a&rows=40", "http://"+host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Header = http.Header{"Cookie": {"argocd.token=" + token("alice")}}
+	c, err := websocket.DialConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := websocket.Message.Send(c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var echo string
+	if err := websocket.Message.Receive(c, &echo); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-lines:
+		t.Fatalf("logged while the WebSocket is open: %v", r)
+	default:
+	}
+	_ = c.Close()
+	_, attrs := lines.next(t)
+	want := map[string]string{"extension": "terminal", "path": "/extensions/terminal/shell", "status": "101", "user": "alice",
+		"application": "team-a/web", "project": "team-a", "backend": mustHost(t, backend.URL)}
+	for k, v := range want {
+		if attrs[k] != v {
+			t.Errorf("%s = %q, want %q", k, attrs[k], v)
+		}
+	}
 }
