@@ -248,7 +248,65 @@ var (
 		"a\nb", raw("123"), raw("yes"), raw("true"), raw("0x10"), raw("~")}
 	durations = []any{"5s", "2s", "0", "0s", "1m", "-1s", "2", raw("2"), "$dur", "abc", raw("~")}
 	maxIdles  = []any{raw("3"), raw("30"), raw("0"), raw("-1"), "5", raw("~")}
+	// Gatehouse's own fields, which Argo CD does not read: they may make
+	// Gatehouse refuse (with a Problem), never serve what Argo CD refuses.
+	bools       = []any{raw("true"), raw("false"), "true", raw("yes"), raw("1"), raw("~")}
+	rates       = []any{raw("10"), raw("0.5"), raw("0"), raw("-1"), "10", raw("1e9"), raw("~")}
+	counts      = []any{raw("20"), raw("1"), raw("0"), raw("-3"), "20", raw("1.5"), raw("~")}
+	secretNames = []any{"backend-tls", "backend-tls", "backend-tls", "ext-creds", "plain", "missing", "", "$name"}
+	secretKeys  = []any{"ca.crt", "ca.crt", "token", "missing", ""}
 )
+
+// randomExtLevel adds Gatehouse's extension-level fields to e.
+func randomExtLevel(rng *rand.Rand, e y) y {
+	if chance(rng, 12) {
+		e = append(e, kv{"system", pick(rng, bools...)})
+	}
+	if chance(rng, 12) {
+		e = append(e, kv{"requestTimeout", pick(rng, durations...)})
+	}
+	if chance(rng, 10) {
+		l := y{}
+		for _, f := range []string{"perUser", "perExtension"} {
+			if chance(rng, 2) {
+				r := y{}
+				if !chance(rng, 4) {
+					r = append(r, kv{"requestsPerSecond", pick(rng, rates...)})
+				}
+				if !chance(rng, 4) {
+					r = append(r, kv{"burst", pick(rng, counts...)})
+				}
+				l = append(l, kv{f, r})
+			}
+		}
+		if chance(rng, 2) {
+			l = append(l, kv{"maxConcurrent", pick(rng, counts...)})
+		}
+		if chance(rng, 15) {
+			l = append(l, kv{"perUsers", raw("1")}) // a misspelt field
+		}
+		e = append(e, kv{"limits", l})
+	}
+	return e
+}
+
+// randomTLS is Gatehouse's backend TLS block of a service.
+func randomTLS(rng *rand.Rand) y {
+	t := y{}
+	if chance(rng, 2) {
+		t = append(t, kv{"caSecretRef", y{{"name", pick(rng, secretNames...)}, {"key", pick(rng, secretKeys...)}}})
+	}
+	if chance(rng, 3) {
+		t = append(t, kv{"clientCertSecretRef", y{{"name", pick(rng, secretNames...)}}})
+	}
+	if chance(rng, 3) {
+		t = append(t, kv{"serverName", pick(rng, "metrics.example", "", "bad name", "$name")})
+	}
+	if chance(rng, 4) {
+		t = append(t, kv{"insecureSkipVerify", pick(rng, bools...)})
+	}
+	return t
+}
 
 func randomExtConfig(rng *rand.Rand) map[string]string {
 	cm := map[string]string{}
@@ -263,7 +321,7 @@ func randomExtConfig(rng *rand.Rand) map[string]string {
 				e = append(e, kv{"enabled", raw(pick(rng, "true", "false"))})
 			}
 			e = append(e, kv{"backend", randomBackend(rng)})
-			entries = append(entries, e)
+			entries = append(entries, randomExtLevel(rng, e))
 		}
 		if chance(rng, 20) {
 			cm[extconfig.ConfigKey] = ""
@@ -300,7 +358,7 @@ func randomExtConfig(rng *rand.Rand) map[string]string {
 				continue
 			}
 		}
-		b := randomBackend(rng)
+		b := randomExtLevel(rng, randomBackend(rng))
 		if chance(rng, 10) {
 			b = append(b, kv{"enabled", raw("false")})
 		}
@@ -365,6 +423,9 @@ func randomBackend(rng *rand.Rand) y {
 		}
 		if hs != nil {
 			s = append(s, kv{"headers", hs})
+		}
+		if chance(rng, 10) {
+			s = append(s, kv{"tls", randomTLS(rng)})
 		}
 		services = append(services, s)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // The extension config rule (extconfig.Parse of argocd-cm against what
@@ -65,7 +66,8 @@ var exceptions = []exception{
 	{name: "second list key", why: "Argo CD reads \"extension.config.\" as the list, instead of \"extension.config\" when both exist (which one is chance); Gatehouse refuses the key",
 		pattern: regexp.MustCompile(`key "extension\.config\." is the list to Argo CD`)},
 	{name: "Gatehouse's own fields", why: "fields Argo CD does not read (urls, clusterName, system, limits, tls, requestTimeout, enabled) are Gatehouse's; where they conflict or are invalid, Gatehouse refuses the extension",
-		pattern: regexp.MustCompile(`give url \(one backend\) or urls|give cluster \(Argo CD's form\) or clusterName|idleConnTimeout \(the proposal's name\) and|a system extension serves no Application|caSecretRef|clientCertSecretRef|limits:|requestTimeout`)},
+		pattern: regexp.MustCompile(`give url \(one backend\) or urls|give cluster \(Argo CD's form\) or clusterName|idleConnTimeout \(the proposal's name\) and|a system extension serves no Application|caSecretRef|clientCertSecretRef|limits:|requestTimeout` +
+			`|: (system|(backend\.)?(services\.)?tls\.\w+|limits\.[\w.]+): want `)},
 	{name: "merge key overridden", why: "Gatehouse's YAML reader (sigs.k8s.io/yaml, strict) counts a key that overrides one a merge key (<<: *anchor) brought in as a key given twice; Argo CD's (go.yaml.in/yaml/v3) lets it override. The whole key is refused and its last good config stays",
 		pattern: regexp.MustCompile(`(?s)the YAML does not parse \(.*key ".*" already set in map`)},
 	// Warnings: served, but not as Argo CD serves it.
@@ -99,6 +101,23 @@ var extFixture = []argoSecret{
 		Data: map[string]string{"password": "repo-pass"}},
 	{Name: "cluster-prod", Labels: map[string]string{"app.kubernetes.io/part-of": "argocd", "argocd.argoproj.io/secret-type": "cluster"},
 		Data: map[string]string{"token": "cluster-token"}},
+	backendTLSSecret(),
+}
+
+// backendTLSSecret holds a CA and a client certificate, so that a
+// Gatehouse tls block naming it is valid and the extension served (Argo CD
+// reads no tls block: the comparison covers everything else about it).
+func backendTLSSecret() argoSecret {
+	ca, err := testkit.NewCA("casbindiff backends")
+	if err != nil {
+		panic(err)
+	}
+	cert, key, err := ca.Client("gatehouse-proxy")
+	if err != nil {
+		panic(err)
+	}
+	return argoSecret{Name: "backend-tls", Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"},
+		Data: map[string]string{"ca.crt": string(ca.PEM), "tls.crt": string(cert), "tls.key": string(key)}}
 }
 
 func extLookup(name string) (map[string][]byte, map[string]string, bool) {
