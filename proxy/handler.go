@@ -74,6 +74,9 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 			prob.write(rw)
 			return ext.name
 		}
+		// As the client named them: the log says what was asked for,
+		// the answer does not.
+		rw.acc.namespace, rw.acc.application, rw.acc.project = ref.namespace, ref.name, ref.project
 		target = t.index.Application(ref.namespace, ref.name)
 		if target == nil || target.Application.Project != ref.project || target.Project == nil {
 			noApplication.write(rw)
@@ -81,7 +84,6 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		}
 		x.identity.Application = ref.namespace + ":" + ref.name
 		x.identity.Project = ref.project
-		rw.acc.namespace, rw.acc.application, rw.acc.project = ref.namespace, ref.name, ref.project
 		if cl := target.Cluster; cl != nil {
 			x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
 		}
