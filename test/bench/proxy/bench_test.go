@@ -157,7 +157,7 @@ func runLoad(b *testing.B) {
 		fmt.Fprintf(&s, "  %s +%s ms, %s requests/s\n", pad(t.name, 38), fmtStats(pacedP99[i+1], "%.2f"), fmtStats(pacedRPS[i+1], "%.0f"))
 	}
 	fmt.Fprintf(&s, "snapshot swapped %d times in %d runs of %s: %d failed requests; p99 %s times the runs' without swaps beside them; %s requests/s\n",
-		swaps, 2**rounds, *duration, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
+		swaps, 4**rounds, *duration/2, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
 	for i := range swapP99Ratio {
 		fmt.Fprintf(&s, "  round %d with swaps: p99 %.2f times, %.0f requests/s (without: %.0f)\n", i+1, swapP99Ratio[i], swapRPS[i], quietRPS[i])
 	}
@@ -297,26 +297,32 @@ type swapFigures struct {
 	rps, quietRPS float64 // mean requests/s with and without swaps
 }
 
-// swapSideBySide runs gatehouse at full load four times back to back:
-// without swaps, with, with, without (ABBA). The p99 with swaps is compared
-// to the runs beside it, not to the round's first run a minute earlier: on
-// a shared machine, other work slowing the cores for part of a round showed
-// up as a swap cost (1.30 and 1.31 times in two make bench runs whose swap
-// run alone got a quarter fewer requests), and the symmetric order cancels
-// a drift in either direction.
+// swapSideBySide runs gatehouse at full load eight times back to back, each
+// run half as long as the others, with and without snapshot swaps in the
+// order A B B A B A A B (A without, B with), and compares the p99 of the
+// runs with swaps to that of the runs without. Comparing with the round's
+// first run, a minute and eight other runs earlier, counted other work on
+// the shared cores as a swap cost (1.30 and 1.31 times in two make bench
+// runs whose swap run alone got a quarter fewer requests); so did one ABBA
+// of four 10-second runs (1.20 times, the runs with swaps at 20,865
+// requests/s, those without at 24,404). The order cancels a drift that is
+// linear or curved over the round, and a disturbance of a few seconds now
+// falls on both kinds of run.
 func swapSideBySide(b *testing.B, g *gatehouseProc, backendURL, script string) swapFigures {
 	var f swapFigures
 	var with, without time.Duration
-	for _, swapping := range []bool{false, true, true, false} {
-		r := swapUnderLoad(b, g, backendURL, script, swapping)
+	order := []bool{false, true, true, false, true, false, false, true}
+	d := *duration / 2
+	for _, swapping := range order {
+		r := swapUnderLoad(b, g, backendURL, script, d, swapping)
 		f.failed += r.failed
 		if swapping {
 			f.swaps += r.swaps
 			with += r.p99
-			f.rps += r.rps / 2
+			f.rps += r.rps / float64(len(order)/2)
 		} else {
 			without += r.p99
-			f.quietRPS += r.rps / 2
+			f.quietRPS += r.rps / float64(len(order)/2)
 		}
 	}
 	f.p99Ratio = float64(with) / float64(without)
@@ -328,8 +334,8 @@ func swapSideBySide(b *testing.B, g *gatehouseProc, backendURL, script string) s
 // they arrive from the controller), and checks that the proxy served the
 // last one. Each version changes one Application, the usual change. With
 // swapping false it writes nothing: the same run, for comparison.
-func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string, swapping bool) swapResult {
-	n := int(*duration/time.Second) - 1
+func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string, d time.Duration, swapping bool) swapResult {
+	n := int(d/time.Second) - 1
 	if !swapping {
 		n = 0
 	}
@@ -349,7 +355,7 @@ func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string, sw
 	}
 	done := make(chan wrkOut, 1)
 	go func() {
-		r, out, err := runWrk(g.url, script, *connections, *duration)
+		r, out, err := runWrk(g.url, script, *connections, d)
 		done <- wrkOut{r, out, err}
 	}()
 	tick := time.NewTicker(time.Second)
