@@ -298,7 +298,7 @@ type swapFigures struct {
 }
 
 // swapSideBySide runs gatehouse at full load eight times back to back, each
-// run half as long as the others, with and without snapshot swaps in the
+// run half of -proxybench.duration, with and without snapshot swaps in the
 // order A B B A B A A B (A without, B with), and compares the p99 of the
 // runs with swaps to that of the runs without. Comparing with the round's
 // first run, a minute and eight other runs earlier, counted other work on
