@@ -157,7 +157,7 @@ func runLoad(b *testing.B) {
 		fmt.Fprintf(&s, "  %s +%s ms, %s requests/s\n", pad(t.name, 38), fmtStats(pacedP99[i+1], "%.2f"), fmtStats(pacedRPS[i+1], "%.0f"))
 	}
 	fmt.Fprintf(&s, "snapshot swapped %d times in %d runs of %s: %d failed requests; p99 %s times the runs' without swaps beside them; %s requests/s\n",
-		swaps, 4**rounds, *duration/2, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
+		swaps, len(swapOrder)/2**rounds, *duration/2, swapFailed, fmtStats(swapP99Ratio, "%.2f"), fmtStats(swapRPS, "%.0f"))
 	for i := range swapP99Ratio {
 		fmt.Fprintf(&s, "  round %d with swaps: p99 %.2f times, %.0f requests/s (without: %.0f)\n", i+1, swapP99Ratio[i], swapRPS[i], quietRPS[i])
 	}
@@ -297,6 +297,10 @@ type swapFigures struct {
 	rps, quietRPS float64 // mean requests/s with and without swaps
 }
 
+// swapOrder is a round's runs for the swap figure: true writes new snapshot
+// versions during the run.
+var swapOrder = []bool{false, true, true, false, true, false, false, true}
+
 // swapSideBySide runs gatehouse at full load eight times back to back, each
 // run half of -proxybench.duration, with and without snapshot swaps in the
 // order A B B A B A A B (A without, B with), and compares the p99 of the
@@ -311,18 +315,17 @@ type swapFigures struct {
 func swapSideBySide(b *testing.B, g *gatehouseProc, backendURL, script string) swapFigures {
 	var f swapFigures
 	var with, without time.Duration
-	order := []bool{false, true, true, false, true, false, false, true}
 	d := *duration / 2
-	for _, swapping := range order {
+	for _, swapping := range swapOrder {
 		r := swapUnderLoad(b, g, backendURL, script, d, swapping)
 		f.failed += r.failed
 		if swapping {
 			f.swaps += r.swaps
 			with += r.p99
-			f.rps += r.rps / float64(len(order)/2)
+			f.rps += r.rps / float64(len(swapOrder)/2)
 		} else {
 			without += r.p99
-			f.quietRPS += r.rps / float64(len(order)/2)
+			f.quietRPS += r.rps / float64(len(swapOrder)/2)
 		}
 	}
 	f.p99Ratio = float64(with) / float64(without)
