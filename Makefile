@@ -92,6 +92,7 @@ fmt:
 ## package at a time (-p 1), so no two benchmarks share the cores. The output
 ## stays in bin/bench.txt.
 bench: tools
+	@test/tools/install-bench.sh
 	@mkdir -p bin
 	@cat /proc/loadavg > bin/bench-load.txt 2>/dev/null || true
 	KUBEBUILDER_ASSETS="$(TOOLS)" $(GO) test -run '^$$' -bench . -benchmem -count=1 -p 1 -timeout 90m ./... | tee bin/bench.txt

@@ -78,6 +78,10 @@ func runLoad(b *testing.B) {
 	if ng := startNginx(b, dir, be.url); ng != nil {
 		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
 	}
+	if *baselineRev != "" {
+		base := startGatehouse(b, buildBaseline(b, *baselineRev), tmpfs(b), content(be.url, 0))
+		targets = append(targets, target{name: baselineName(*baselineRev), url: base.url, pid: base.pid(), admin: base.admin})
+	}
 	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid(), admin: g.admin})
 
 	// Warm up: connections, caches, the Go runtime's heap.
@@ -171,8 +175,11 @@ func runLoad(b *testing.B) {
 	// Go reverse proxy (targets[1]) and nginx when it ran.
 	for i, t := range targets[1 : len(targets)-1] {
 		prefix := "bare-"
-		if strings.HasPrefix(t.name, "nginx") {
+		switch {
+		case strings.HasPrefix(t.name, "nginx"):
 			prefix = "nginx-"
+		case t.name == baselineName(*baselineRev):
+			prefix = "baseline-"
 		}
 		_, baseCPU, _ := stats(results[i+1].cpuPerReq)
 		_, baseAdded, _ := stats(pacedP99[i+1])
