@@ -39,6 +39,14 @@ type responseWriter struct {
 	// says of the request.
 	bytes int64
 	acc   access
+	// grant is what serve allowed the request with; stream, set when the
+	// response turned out to be one (streams.go), is it registered;
+	// backend is a WebSocket's connection to the backend; cut is set when
+	// the proxy ended a streamed response, which is then aborted.
+	grant   grant
+	stream  *stream
+	backend io.Closer
+	cut     atomic.Bool
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -98,12 +106,39 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// The server's read deadline (client body timeout) no longer applies;
 	// the request's timeout, if any, bounds the whole WebSocket.
 	_ = conn.SetDeadline(time.Time{})
-	w.hijacked = conn
-	w.p.track(conn)
+	ws := newWSConn(conn)
+	w.hijacked = ws
+	w.p.track(ws)
 	if !w.deadline.IsZero() {
 		w.stopDeadline = time.AfterFunc(time.Until(w.deadline), func() { _ = conn.Close() })
 	}
-	return conn, brw, nil
+	if w.grant.req != nil {
+		backend := w.backend
+		w.stream = w.p.streams.add(w, func(r endReason) { ws.end(closePolicyViolation, closeReasons[r], backend, wsCloseWait) })
+	}
+	return ws, brw, nil
+}
+
+// watch registers a response that may stream for long, so that a new
+// snapshot or the token's expiry can end it: one of unknown length
+// (server-sent events, chunked) or longer than longBody. A WebSocket's
+// (101) registers when goproxy hijacks the client's connection; its
+// backend connection is kept to be closed then.
+func (w *responseWriter) watch(resp *http.Response) {
+	switch {
+	case w.grant.req == nil:
+	case resp.StatusCode == http.StatusSwitchingProtocols:
+		w.backend = resp.Body
+	case streaming(resp) || resp.ContentLength > longBody:
+		body := resp.Body
+		w.stream = w.p.streams.add(w, func(endReason) {
+			// The copy to the client fails on its next read; ServeHTTP
+			// then aborts the response, so that a client does not take
+			// what it got for the whole body.
+			w.cut.Store(true)
+			_ = body.Close()
+		})
+	}
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
