@@ -104,7 +104,8 @@ type streams struct {
 	clock   clock
 	mu      sync.Mutex
 	open    map[*stream]struct{}
-	sweepMu sync.Mutex // one sweep at a time
+	sweepMu sync.Mutex            // one sweep at a time
+	swept   atomic.Pointer[table] // the table the last sweep finished with
 }
 
 func newStreams(p *Proxy, c clock) *streams {
@@ -165,6 +166,7 @@ func (s *streams) list() []*stream {
 func (s *streams) sweep(t *table) {
 	s.sweepMu.Lock()
 	defer s.sweepMu.Unlock()
+	defer s.swept.Store(t)
 	todo := s.list()
 	if len(todo) == 0 {
 		return

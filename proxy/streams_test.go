@@ -329,3 +329,34 @@ func (p *Proxy) openStreams() int {
 	defer p.streams.mu.Unlock()
 	return len(p.streams.open)
 }
+
+// TestStreamRegisteredAfterASnapshotIsDecidedAgain: a stream decided on one
+// table but registered after the next was swapped in (the sweep took its
+// list without it) is decided again as it registers.
+func TestStreamRegisteredAfterASnapshotIsDecidedAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	tok := token("alice")
+	id, err := e.p.authn.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/extensions/metrics/x", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	rw := &responseWriter{p: e.p, grant: grant{table: e.p.table.Load(), req: r, route: route{extension: "metrics", rest: "/x"},
+		ref: appRef{namespace: "team-a", name: "web", project: "team-a"}, method: http.MethodGet, id: id,
+		headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
+	e.content.Policy["data.json"] = []byte(strings.Replace(policyData, `"alice": ["role:team-a"]`, `"alice": []`, 1))
+	e.load(e.content)
+	eventually(t, "the sweep of the new table is over", func() bool { return e.p.streams.swept.Load() == e.p.table.Load() })
+	ended := make(chan endReason, 1)
+	st := e.p.streams.add(rw, func(r endReason) { ended <- r })
+	defer e.p.streams.remove(st)
+	select {
+	case r := <-ended:
+		if r != endDenied {
+			t.Fatalf("ended for %q, want %q", r, endDenied)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stream registered after the snapshot that revokes it stays open")
+	}
+}
