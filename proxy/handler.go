@@ -35,7 +35,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.o.AccessLog != nil {
 		p.logAccess(r, rw, label, took)
 	}
-	if rw.cut.Load() {
+	if rw.stream != nil && rw.stream.cut.Load() {
 		panic(http.ErrAbortHandler) // the client must not take a cut body for a whole one
 	}
 }
@@ -116,7 +116,7 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 	}
 	// What a new snapshot or the token's expiry re-decides, should the
 	// response turn out to be a stream (streams.go).
-	rw.grant = grant{table: t, route: rt, ref: ref, method: r.Method, websocket: websocket, id: id, headers: d.Headers, req: r}
+	rw.grant = grant{table: t, req: r, id: id, headers: d.Headers}
 	x.policyHeaders = d.Headers
 	if refused, wait := ext.limits.admit(id.UserID, start); refused != "" {
 		p.m.limited.WithLabelValues(ext.name, string(refused)).Inc()

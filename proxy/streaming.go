@@ -39,14 +39,11 @@ type responseWriter struct {
 	// says of the request.
 	bytes int64
 	acc   access
-	// grant is what serve allowed the request with; stream, set when the
-	// response turned out to be one (streams.go), is it registered;
-	// backend is a WebSocket's connection to the backend; cut is set when
-	// the proxy ended a streamed response, which is then aborted.
-	grant   grant
-	stream  *stream
-	backend io.Closer
-	cut     atomic.Bool
+	// grant is what serve allowed the request with; stream is the
+	// exchange registered, when the response turned out to be a stream
+	// (streams.go).
+	grant  grant
+	stream *stream
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -112,32 +109,21 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !w.deadline.IsZero() {
 		w.stopDeadline = time.AfterFunc(time.Until(w.deadline), func() { _ = conn.Close() })
 	}
-	if w.grant.req != nil {
-		backend := w.backend
-		w.stream = w.p.streams.add(w, func(r endReason) { ws.end(closePolicyViolation, closeReasons[r], backend, wsCloseWait) })
+	if st := w.stream; st != nil {
+		st.hijacked(ws)
 	}
 	return ws, brw, nil
 }
 
 // watch registers a response that may stream for long, so that a new
-// snapshot or the token's expiry can end it: one of unknown length
-// (server-sent events, chunked) or longer than longBody. A WebSocket's
-// (101) registers when goproxy hijacks the client's connection; its
-// backend connection is kept to be closed then.
+// snapshot or the token's expiry can end it: a WebSocket's (101), one of
+// unknown length (server-sent events, chunked) or one longer than
+// longBody. The response's body is what ending it closes: the backend's
+// connection, for a WebSocket.
 func (w *responseWriter) watch(resp *http.Response) {
-	switch {
-	case w.grant.req == nil:
-	case resp.StatusCode == http.StatusSwitchingProtocols:
-		w.backend = resp.Body
-	case streaming(resp) || resp.ContentLength > longBody:
-		body := resp.Body
-		w.stream = w.p.streams.add(w, func(endReason) {
-			// The copy to the client fails on its next read; ServeHTTP
-			// then aborts the response, so that a client does not take
-			// what it got for the whole body.
-			w.cut.Store(true)
-			_ = body.Close()
-		})
+	switching := resp.StatusCode == http.StatusSwitchingProtocols
+	if w.grant.req != nil && (switching || streaming(resp) || resp.ContentLength > longBody) {
+		w.stream = w.p.streams.add(w, resp.Body, switching)
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
+	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 )
 
 // A request is decided once, when it arrives; a WebSocket or a streamed
@@ -60,29 +62,33 @@ const longBody = 1 << 20
 const recheckTimeout = 5 * time.Second
 
 // grant is what serve allowed a request with, kept in its responseWriter
-// (no allocation) for the case it turns out to be a stream.
+// for the case it turns out to be a stream: four words, so a request that
+// is not one pays next to nothing; the rest is worked out again from the
+// request when it registers.
 type grant struct {
-	table     *table // the one it was decided against
-	req       *http.Request
-	route     route
-	ref       appRef
-	method    string
-	websocket bool
-	id        *authn.Identity
-	headers   map[string]string // the policy's, sent to the backend
+	table   *table // the one it was decided against
+	req     *http.Request
+	id      *authn.Identity
+	headers map[string]string // the policy's, sent to the backend
 }
 
-// stream is one open long-lived exchange.
+// stream is one open long-lived exchange, with what it was decided on.
 type stream struct {
-	p     *Proxy
-	g     grant
-	token string // to verify again, as a new request's would be
+	p         *Proxy
+	g         grant
+	token     string // to verify again, as a new request's would be
+	route     route
+	ref       appRef // zero for a system extension's request
+	websocket bool
+	// body is the backend's response body: its connection, for a
+	// WebSocket. Closing it ends the relay or the copy.
+	body io.Closer
+	ws   atomic.Pointer[wsConn] // the client's connection, once hijacked
+	// cut is set when a streamed response is ended: ServeHTTP aborts it.
+	cut atomic.Bool
 	// decided is the table it was last decided against.
-	decided atomic.Pointer[table]
-	reason  atomic.Pointer[endReason] // set once, when it is ended
-	// stop ends the exchange itself (a close frame, a cut response); it
-	// runs on a goroutine of its own.
-	stop       func(endReason)
+	decided    atomic.Pointer[table]
+	reason     atomic.Pointer[endReason] // set once, when it is ended
 	stopExpiry func() bool
 }
 
@@ -115,13 +121,19 @@ func newStreams(p *Proxy, c clock) *streams {
 	return &streams{p: p, clock: c, open: map[*stream]struct{}{}}
 }
 
-// add registers rw's exchange, which stop ends. It is decided again at
-// once if a snapshot was served since its decision, and ends at its
-// token's expiry.
-func (s *streams) add(rw *responseWriter, stop func(endReason)) *stream {
+// add registers rw's exchange, whose response body is body (a WebSocket's
+// if websocket: the backend's connection). It is decided again at once if
+// a snapshot was served since its decision, and ends at its token's
+// expiry.
+func (s *streams) add(rw *responseWriter, body io.Closer, websocket bool) *stream {
 	g := rw.grant
-	tok, _ := authn.TokenFromRequest(g.req) // serve verified it
-	st := &stream{p: s.p, g: g, token: tok, stop: stop}
+	st := &stream{p: s.p, g: g, body: body, websocket: websocket}
+	// serve parsed and checked all of these already.
+	st.token, _ = authn.TokenFromRequest(g.req)
+	st.route, _ = parsePath(g.req.URL.EscapedPath())
+	if ext := g.table.extensions[st.route.extension]; ext != nil && !ext.system {
+		st.ref, _ = parseAppRef(g.req, headers.IsWebSocketUpgrade(g.req))
+	}
 	st.decided.Store(g.table)
 	s.mu.Lock()
 	s.open[st] = struct{}{}
@@ -218,17 +230,17 @@ func (p *Proxy) decideAgain(ctx context.Context, t *table, st *stream) endReason
 	case err != nil:
 		return endUnauthenticated
 	}
-	ext, prob := lookupExtension(t, g.route)
+	ext, prob := lookupExtension(t, st.route)
 	if prob != nil {
 		return endNotFound
 	}
 	var target *authz.Target
 	if !ext.system {
-		if target, prob = lookupApplication(t, g.ref); prob != nil {
+		if target, prob = lookupApplication(t, st.ref); prob != nil {
 			return endNotFound
 		}
 	}
-	d, prob, err := p.decide(ctx, id, ext, target, g.method, g.route.rest)
+	d, prob, err := p.decide(ctx, id, ext, target, g.req.Method, st.route.rest)
 	switch {
 	case err != nil:
 		return endError
@@ -247,8 +259,33 @@ func (st *stream) end(reason endReason) {
 	}
 	st.p.m.streamsEnded.WithLabelValues(string(reason)).Inc()
 	st.p.log.Info("open stream ended: it would no longer be allowed", "reason", reason,
-		"extension", st.g.route.extension, "user", st.g.id.UserID, "websocket", st.g.websocket)
+		"extension", st.route.extension, "user", st.g.id.UserID, "websocket", st.websocket)
 	go st.stop(reason)
+}
+
+// stop ends the exchange: a WebSocket with a close frame (streaming.go's
+// Hijack does it if the connection is not hijacked yet), a streamed
+// response cut off.
+func (st *stream) stop(reason endReason) {
+	if !st.websocket {
+		// The copy to the client fails on its next read; ServeHTTP then
+		// aborts the response, so that a client does not take what it got
+		// for the whole body.
+		st.cut.Store(true)
+		_ = st.body.Close()
+		return
+	}
+	if ws := st.ws.Load(); ws != nil {
+		ws.end(closePolicyViolation, closeReasons[reason], st.body, wsCloseWait)
+	}
+}
+
+// hijacked is told the client's connection of a WebSocket stream.
+func (st *stream) hijacked(ws *wsConn) {
+	st.ws.Store(ws)
+	if r := st.ended(); r != "" { // ended before: stop found no connection
+		go ws.end(closePolicyViolation, closeReasons[r], st.body, wsCloseWait)
+	}
 }
 
 // ended is why the stream was ended, or "".

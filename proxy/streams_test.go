@@ -342,21 +342,29 @@ func TestStreamRegisteredAfterASnapshotIsDecidedAgain(t *testing.T) {
 	}
 	r, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/extensions/metrics/x", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
-	rw := &responseWriter{p: e.p, grant: grant{table: e.p.table.Load(), req: r, route: route{extension: "metrics", rest: "/x"},
-		ref: appRef{namespace: "team-a", name: "web", project: "team-a"}, method: http.MethodGet, id: id,
-		headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
+	r.Header.Set("Argocd-Application-Name", "team-a:web")
+	r.Header.Set("Argocd-Project-Name", "team-a")
+	rw := &responseWriter{p: e.p, grant: grant{table: e.p.table.Load(), req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
 	e.content.Policy["data.json"] = []byte(strings.Replace(policyData, `"alice": ["role:team-a"]`, `"alice": []`, 1))
 	e.load(e.content)
 	eventually(t, "the sweep of the new table is over", func() bool { return e.p.streams.swept.Load() == e.p.table.Load() })
-	ended := make(chan endReason, 1)
-	st := e.p.streams.add(rw, func(r endReason) { ended <- r })
+	body := closer(make(chan struct{}))
+	st := e.p.streams.add(rw, body, false)
 	defer e.p.streams.remove(st)
 	select {
-	case r := <-ended:
-		if r != endDenied {
+	case <-body:
+		if r := st.ended(); r != endDenied {
 			t.Fatalf("ended for %q, want %q", r, endDenied)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a stream registered after the snapshot that revokes it stays open")
 	}
+}
+
+// closer is a response body that says when it is closed.
+type closer chan struct{}
+
+func (c closer) Close() error {
+	close(c)
+	return nil
 }
