@@ -25,7 +25,11 @@ import (
 //   - Hijack hands over the connection for a WebSocket and keeps it, so the
 //     proxy closes it when the relay ends (goproxy leaves the client's side
 //     open, with a goroutine reading it, until the client hangs up), bounds
-//     it by the extension's request timeout, and closes it at shutdown.
+//     it by the extension's request timeout, and closes it at shutdown. It
+//     hands goproxy a wsConn, which follows the backend's frames so that
+//     the proxy can close the WebSocket with a frame of its own.
+//   - watch registers a response that streams (streams.go), which a new
+//     snapshot or the token's expiry can end.
 type responseWriter struct {
 	http.ResponseWriter
 	p         *Proxy
