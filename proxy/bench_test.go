@@ -2,13 +2,18 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // BenchmarkServeHTTP is one allowed request through the handler: the token
@@ -48,4 +53,52 @@ func benchmarkServeHTTP(b *testing.B, accessLog *slog.Logger) {
 	for b.Loop() {
 		serve()
 	}
+}
+
+// BenchmarkStreamSweep is the re-decision of 1,000 open streams after a
+// snapshot with another policy: each one's token verified again (from the
+// verifier's cache) and the policy asked again, the decision cache emptied
+// as a new policy empties it. With the cache on, the streams (one user, one
+// Application) share a decision; with it off, each is a Rego evaluation of
+// its own, as streams of a thousand different users would be. One op is one
+// sweep.
+func BenchmarkStreamSweep(b *testing.B) {
+	b.Run("decision-cache=on", func(b *testing.B) { benchmarkStreamSweep(b) })
+	b.Run("decision-cache=off", func(b *testing.B) {
+		benchmarkStreamSweep(b, func(o *Options) { o.Engine = []policies.Option{policies.WithCache(0, 0)} })
+	})
+}
+
+func benchmarkStreamSweep(b *testing.B, opts ...func(*Options)) {
+	const n = 1000
+	e := newEnv(b, nil, opts...)
+	t0 := e.p.table.Load()
+	streams := make([]*stream, 0, n)
+	for i := range n {
+		tok := testkit.ArgoCDToken(secretKey, "alice:login", time.Now().Add(-time.Duration(i)*time.Second), time.Hour, nil)
+		id, err := e.p.authn.Verify(context.Background(), tok)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, "/extensions/metrics/x/"+strconv.Itoa(i), nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r.Header.Set("Argocd-Application-Name", "team-a:web")
+		r.Header.Set("Argocd-Project-Name", "team-a")
+		rw := &responseWriter{p: e.p, grant: grant{table: t0, req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
+		streams = append(streams, e.p.streams.add(rw, io.NopCloser(nil), false))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, st := range streams {
+			st.decided.Store(nil)
+		}
+		e.p.engine.Flush()
+		e.p.streams.sweep(t0)
+	}
+	for _, st := range streams {
+		if r := st.ended(); r != "" {
+			b.Fatalf("a stream that stays allowed was ended: %s", r)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/stream")
 }

@@ -217,6 +217,7 @@ func (p *Proxy) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Res
 		// stays safe even if it deleted from it.
 		resp.Header = nil
 	}
+	x.w.watch(resp)
 	return resp
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -22,11 +23,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.m.inFlight.Inc()
 	rw := &responseWriter{ResponseWriter: w, p: p}
 	label := p.serve(rw, r, start)
+	if rw.stream != nil {
+		p.streams.remove(rw.stream)
+		if reason := rw.stream.ended(); reason != "" {
+			rw.acc.answer = "ended: " + string(reason)
+		}
+	}
 	p.m.inFlight.Dec()
 	took := time.Since(start)
 	p.m.request(label, rw.code(), took)
 	if p.o.AccessLog != nil {
 		p.logAccess(r, rw, label, took)
+	}
+	if rw.stream != nil && rw.stream.cut.Load() {
+		panic(http.ErrAbortHandler) // the client must not take a cut body for a whole one
 	}
 }
 
@@ -52,9 +62,9 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		return "-"
 	}
 	rw.acc.userID, rw.acc.username = id.UserID, id.Username
-	ext := t.extensions[rt.extension]
-	if ext == nil {
-		notFound("no extension named " + quoteShort(rt.extension) + " is configured").write(rw)
+	ext, prob := lookupExtension(t, rt)
+	if prob != nil {
+		prob.write(rw)
 		return "-"
 	}
 	websocket := headers.IsWebSocketUpgrade(r)
@@ -67,19 +77,20 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 	// extension proxy sends it (server/extension prepareRequest), not the
 	// Application's: that is in Argocd-Application-Name.
 	x.identity = headers.Identity{Username: id.Username, UserID: id.UserID, Groups: id.Groups, Namespace: t.argocdNamespace}
-	var target *authz.Target
+	var (
+		ref    appRef
+		target *authz.Target
+	)
 	if !ext.system {
-		ref, prob := parseAppRef(r, websocket)
-		if prob != nil {
+		if ref, prob = parseAppRef(r, websocket); prob != nil {
 			prob.write(rw)
 			return ext.name
 		}
 		// As the client named them: the log says what was asked for,
 		// the answer does not.
 		rw.acc.namespace, rw.acc.application, rw.acc.project = ref.namespace, ref.name, ref.project
-		target = t.index.Application(ref.namespace, ref.name)
-		if target == nil || target.Application.Project != ref.project || target.Project == nil {
-			noApplication.write(rw)
+		if target, prob = lookupApplication(t, ref); prob != nil {
+			prob.write(rw)
 			return ext.name
 		}
 		x.identity.Application = ref.namespace + ":" + ref.name
@@ -88,29 +99,24 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 			x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
 		}
 	}
-	decodedRest, _ := url.PathUnescape(rt.rest) // checkPath has vetted it
-	d, err := p.engine.Decide(r.Context(), authz.Input(id, target, authz.Request{Extension: ext.name, Method: r.Method, Path: decodedRest}))
+	d, prob, err := p.decide(r.Context(), id, ext, target, r.Method, rt.rest)
 	switch {
 	case err != nil:
 		p.m.failed.Inc()
-		p.log.Error("policy decision failed; denying", "extension", ext.name, "user", id.UserID, "error", err)
-		forbidden(cmp.Or(d.Reason, "denied: the policy could not be evaluated")).write(rw)
-		return ext.name
-	case !d.Allow && d.Conceal:
-		// The reason would say the Application exists, or where; the
-		// decision log keeps it for admins.
-		p.m.denied.Inc()
-		noApplication.write(rw)
-		return ext.name
 	case !d.Allow:
 		p.m.denied.Inc()
-		forbidden(d.Reason).write(rw)
-		return ext.name
 	case d.Shadow:
 		p.m.shadowed.Inc()
 	default:
 		p.m.allowed.Inc()
 	}
+	if prob != nil {
+		prob.write(rw)
+		return ext.name
+	}
+	// What a new snapshot or the token's expiry re-decides, should the
+	// response turn out to be a stream (streams.go).
+	rw.grant = grant{table: t, req: r, id: id, headers: d.Headers}
 	x.policyHeaders = d.Headers
 	if refused, wait := ext.limits.admit(id.UserID, start); refused != "" {
 		p.m.limited.WithLabelValues(ext.name, string(refused)).Inc()
@@ -136,6 +142,47 @@ func (p *Proxy) serve(rw *responseWriter, r *http.Request, start time.Time) stri
 		rw.acc.backend = x.up.url.Host
 	}
 	return ext.name
+}
+
+// lookupExtension is the extension a request's route names in t.
+func lookupExtension(t *table, rt route) (*extension, *problem) {
+	ext := t.extensions[rt.extension]
+	if ext == nil {
+		return nil, notFound("no extension named " + quoteShort(rt.extension) + " is configured")
+	}
+	return ext, nil
+}
+
+// lookupApplication is the Application ref names in t, with its project
+// and cluster: one the snapshot does not have, or not in the project the
+// request named, gets the same answer as one the caller may not see.
+func lookupApplication(t *table, ref appRef) (*authz.Target, *problem) {
+	target := t.index.Application(ref.namespace, ref.name)
+	if target == nil || target.Application.Project != ref.project || target.Project == nil {
+		return nil, noApplication
+	}
+	return target, nil
+}
+
+// decide asks the policy whether id may send method to rest (escaped) of
+// ext for target (nil for a system extension). It returns the decision,
+// the answer to a request that may not go on (nil when allowed), and the
+// error of a decision that failed (denied).
+func (p *Proxy) decide(ctx context.Context, id *authn.Identity, ext *extension, target *authz.Target, method, rest string) (policies.Decision, *problem, error) {
+	decodedRest, _ := url.PathUnescape(rest) // checkPath has vetted it
+	d, err := p.engine.Decide(ctx, authz.Input(id, target, authz.Request{Extension: ext.name, Method: method, Path: decodedRest}))
+	switch {
+	case err != nil:
+		p.log.Error("policy decision failed; denying", "extension", ext.name, "user", id.UserID, "error", err)
+		return d, forbidden(cmp.Or(d.Reason, "denied: the policy could not be evaluated")), err
+	case !d.Allow && d.Conceal:
+		// The reason would say the Application exists, or where; the
+		// decision log keeps it for admins.
+		return d, noApplication, nil
+	case !d.Allow:
+		return d, forbidden(d.Reason), nil
+	}
+	return d, nil, nil
 }
 
 // authError is the answer for a refused token: 401 with authn's reason,

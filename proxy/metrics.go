@@ -24,6 +24,8 @@ type metrics struct {
 	extProblems                       *prometheus.CounterVec
 	inFlight                          prometheus.Gauge
 	websockets                        prometheus.Gauge
+	streamsOpen                       prometheus.Gauge
+	streamsEnded                      *prometheus.CounterVec
 
 	// The series of each extension and status seen, so a request's
 	// observation is a map read and two atomic adds rather than a label
@@ -116,12 +118,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "gatehouse_proxy_websockets_open",
 			Help: "WebSocket connections being proxied.",
 		}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_proxy_streams_open",
+			Help: "Open WebSockets and streamed responses, which each snapshot served decides again and their token's expiry ends.",
+		}),
+		streamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_proxy_streams_ended_total",
+			Help: "Open WebSockets and streamed responses the proxy ended, by reason: token_expired, unauthenticated (the token is refused now), denied (the policy), not_found (extension or Application gone), grant_changed (other headers), error (could not be checked).",
+		}, []string{"reason"}),
 	}
 	m.series.Store(&map[seriesKey]requestSeries{})
 	m.allowed, m.denied = m.decisions.WithLabelValues("allow"), m.decisions.WithLabelValues("deny")
 	m.shadowed, m.failed = m.decisions.WithLabelValues("shadow"), m.decisions.WithLabelValues("error")
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.decisions, m.limited, m.backendErrors,
-		m.ejections, m.snapshots, m.extProblems, m.inFlight, m.websockets} {
+		m.ejections, m.snapshots, m.extProblems, m.inFlight, m.websockets, m.streamsOpen, m.streamsEnded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -58,6 +58,9 @@ type Options struct {
 	// AccessLog, when set, takes one line per request once it is answered
 	// (accesslog.go); nil: none.
 	AccessLog *slog.Logger
+
+	// clock is the stream registry's time; tests set it.
+	clock clock
 }
 
 func (o Options) withDefaults() Options {
@@ -104,6 +107,10 @@ type Proxy struct {
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // hijacked for WebSockets, closed at shutdown
+
+	// streams are the open WebSockets and streamed responses, decided
+	// again on each snapshot served and ended at their token's expiry.
+	streams *streams
 }
 
 // New returns a Proxy that serves nothing until Load succeeds.
@@ -127,6 +134,7 @@ func New(o Options) (*Proxy, error) {
 	if err := o.Registerer.Register(p.engine.Collector()); err != nil {
 		return nil, fmt.Errorf("register policy engine metrics: %w", err)
 	}
+	p.streams = newStreams(p, o.clock)
 	p.state.Store(&State{})
 	p.gp = p.newForwarder()
 	return p, nil
@@ -212,6 +220,9 @@ func (p *Proxy) Load(ctx context.Context, s *sidecar.Snapshot) error {
 		p.authnDigest = digest
 	}
 	p.table.Store(t)
+	// Open streams were decided on the previous version: decide them
+	// again on this one, without holding Load up.
+	go p.streams.sweep(t)
 	p.builder.commit(pend)
 	prev := p.state.Load()
 	p.state.Store(&State{ServedVersion: version, RejectedVersion: prev.RejectedVersion, RejectedReason: prev.RejectedReason})

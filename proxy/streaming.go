@@ -25,7 +25,11 @@ import (
 //   - Hijack hands over the connection for a WebSocket and keeps it, so the
 //     proxy closes it when the relay ends (goproxy leaves the client's side
 //     open, with a goroutine reading it, until the client hangs up), bounds
-//     it by the extension's request timeout, and closes it at shutdown.
+//     it by the extension's request timeout, and closes it at shutdown. It
+//     hands goproxy a wsConn, which follows the backend's frames so that
+//     the proxy can close the WebSocket with a frame of its own.
+//   - watch registers a response that streams (streams.go), which a new
+//     snapshot or the token's expiry can end.
 type responseWriter struct {
 	http.ResponseWriter
 	p         *Proxy
@@ -39,6 +43,11 @@ type responseWriter struct {
 	// says of the request.
 	bytes int64
 	acc   access
+	// grant is what serve allowed the request with; stream is the
+	// exchange registered, when the response turned out to be a stream
+	// (streams.go).
+	grant  grant
+	stream *stream
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -98,12 +107,28 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// The server's read deadline (client body timeout) no longer applies;
 	// the request's timeout, if any, bounds the whole WebSocket.
 	_ = conn.SetDeadline(time.Time{})
-	w.hijacked = conn
-	w.p.track(conn)
+	ws := newWSConn(conn)
+	w.hijacked = ws
+	w.p.track(ws)
 	if !w.deadline.IsZero() {
 		w.stopDeadline = time.AfterFunc(time.Until(w.deadline), func() { _ = conn.Close() })
 	}
-	return conn, brw, nil
+	if st := w.stream; st != nil {
+		st.hijacked(ws)
+	}
+	return ws, brw, nil
+}
+
+// watch registers a response that may stream for long, so that a new
+// snapshot or the token's expiry can end it: a WebSocket's (101), one of
+// unknown length (server-sent events, chunked) or one longer than
+// longBody. The response's body is what ending it closes: the backend's
+// connection, for a WebSocket.
+func (w *responseWriter) watch(resp *http.Response) {
+	switching := resp.StatusCode == http.StatusSwitchingProtocols
+	if w.grant.req != nil && (switching || streaming(resp) || resp.ContentLength > longBody) {
+		w.stream = w.p.streams.add(w, resp.Body, switching)
+	}
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
