@@ -1,7 +1,5 @@
 package headers
 
-import "strings"
-
 // A backend may read a header name in several ways: byte for byte, without
 // case (Go's textproto canonicalisation, Node's lower-casing), or the CGI
 // way (upper-cased, '-' read as '_', "HTTP_" in front: Python's WSGI, PHP,
@@ -25,7 +23,15 @@ func Owned(name string) bool {
 // a request with a name that is not a field name; it is checked again here
 // so the rule stands on its own.)
 func Crosses(name string) bool {
-	return validName(name) && strings.IndexByte(name, '_') < 0 && !Owned(name)
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '_' || !isTokenByte(c) {
+			return false
+		}
+	}
+	return !Owned(name)
 }
 
 // SameName reports whether a and b are the same name under every reading:
