@@ -114,3 +114,31 @@ func TestHTTP10UpgradeIsIgnored(t *testing.T) {
 		t.Errorf("the backend got a handshake: %v", h)
 	}
 }
+
+// FuzzWithoutAppParams: no parameter naming the Application or project is
+// left, and the others keep their order and bytes.
+func FuzzWithoutAppParams(f *testing.F) {
+	for _, s := range []string{"a=1&argocd-application-name=x;b=2", "argocd%2Dproject%2Dname=y", "&&;", "ARGOCD_PROJECT_NAME=1&k"} {
+		f.Add(s)
+	}
+	params := func(q string) []string {
+		var out []string
+		for _, p := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+			if !isAppParam(p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		got := withoutAppParams(q)
+		if want, kept := params(q), params(got); strings.Join(kept, "&") != strings.Join(want, "&") {
+			t.Fatalf("%q became %q: kept %q, want %q", q, got, kept, want)
+		}
+		for _, p := range strings.FieldsFunc(got, func(r rune) bool { return r == '&' || r == ';' }) {
+			if isAppParam(p) {
+				t.Fatalf("%q became %q, which still names the Application", q, got)
+			}
+		}
+	})
+}
