@@ -237,7 +237,7 @@ func (b *builder) service(e snapshot.Extension, s snapshot.Service, secrets map[
 		}
 		name := textproto.CanonicalMIMEHeaderKey(h.Name)
 		if !headers.Allowed(name, value) {
-			b.log.Warn("configured header not sent: the proxy alone sets it, it is hop-by-hop, or its value cannot be sent",
+			b.log.Warn("configured header not sent: its name holds '_' or is not a field name, the proxy alone sets it, it is hop-by-hop, or its value cannot be sent",
 				"extension", e.Name, "header", name)
 			continue
 		}
