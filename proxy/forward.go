@@ -37,6 +37,8 @@ type exchange struct {
 	// From the client's request, for X-Forwarded-*.
 	clientAddr, clientHost string
 	clientTLS              bool
+	// cookies is where the backend's cookies may apply.
+	cookies headers.CookieScope
 	// clientGone reports whether the client's request was canceled.
 	clientGone func() error
 	// err is the round trip's error, if any.
@@ -117,13 +119,8 @@ func (p *Proxy) forward(rw *responseWriter, r *http.Request, x *exchange) {
 // with.
 func (x *exchange) backendURL(up *upstream, rawQuery string) *url.URL {
 	decoded, escaped := backendPath(up.url.EscapedPath(), x.route.rest)
-	if x.websocket && rawQuery != "" && (strings.Contains(rawQuery, queryApplication) || strings.Contains(rawQuery, queryProject)) {
-		q, err := url.ParseQuery(rawQuery)
-		if err == nil {
-			q.Del(queryApplication)
-			q.Del(queryProject)
-			rawQuery = q.Encode()
-		}
+	if x.websocket {
+		rawQuery = withoutAppParams(rawQuery)
 	}
 	return &url.URL{Scheme: up.url.Scheme, Host: up.url.Host, Path: decoded, RawPath: escaped, RawQuery: rawQuery}
 }
@@ -142,6 +139,7 @@ func (p *Proxy) onRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request
 		WebSocket: x.websocket, RemoteAddr: x.clientAddr, Host: x.clientHost, TLS: x.clientTLS,
 		Configured: x.svc.headers, Policy: x.policyHeaders, Identity: &x.identity,
 	}, x.header)
+	filterRequestTrailers(r)
 	return r, nil
 }
 
@@ -201,7 +199,10 @@ func (p *Proxy) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Res
 		_ = resp.Body.Close()
 		return x.failure(ctx.Req, errors.New("the backend switched protocols on a request that did not ask to"))
 	}
-	headers.CleanResponse(resp.Header, switching)
+	headers.CleanResponse(resp.Header, switching, &x.cookies)
+	if !switching {
+		filterResponseTrailers(resp)
+	}
 	if streaming(resp) {
 		x.w.flushEach = true
 	}

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strings"
 	"testing"
@@ -107,8 +109,75 @@ func TestHeaderSpoofing(t *testing.T) {
 	}
 }
 
-// TestResponseHeaders: a backend's hop-by-hop headers and any cookie named
-// like Argo CD's own never reach the browser; its other headers do.
+// backendReadings are the ways a backend may read a header name: CGI's
+// (WSGI, Rack, FastCGI), PHP's (also '.' as '_'), Go's and Node's.
+var backendReadings = map[string]func(string) string{
+	"CGI": func(n string) string { return "HTTP_" + strings.ToUpper(strings.ReplaceAll(n, "-", "_")) },
+	"PHP": func(n string) string {
+		return "HTTP_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_", " ", "_").Replace(n))
+	},
+	"Go":   textproto.CanonicalMIMEHeaderKey,
+	"Node": strings.ToLower,
+}
+
+// TestSpoofedSpellingsUnderEveryReading: a client sends the identity
+// headers spelled with '_', '.' and in other cases (Argo CD's group-spoofing
+// flaw: Argocd_User_Groups reads as Argocd-User-Groups in a CGI server).
+// Under every reading a backend may use, the identity keys it sees are
+// exactly the trusted ones, with the trusted values.
+func TestSpoofedSpellingsUnderEveryReading(t *testing.T) {
+	e := newEnv(t, nil)
+	identity := []string{"Argocd-Username", "Argocd-User-Id", "Argocd-User-Groups", "Argocd-Application-Name", "Argocd-Project-Name",
+		"Argocd-Namespace", "Argocd-Target-Cluster-Name", "Argocd-Target-Cluster-Url"}
+	hr, err := http.NewRequest(http.MethodGet, e.srv.URL+"/api/v1/extensions/metrics/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range identity {
+		for _, spelling := range []string{strings.ReplaceAll(name, "-", "_"), strings.ToLower(strings.ReplaceAll(name, "-", "_")),
+			strings.Replace(name, "-", "_", 1), strings.ReplaceAll(name, "-", ".")} {
+			hr.Header[spelling] = []string{"spoof"}
+		}
+	}
+	hr.Header.Set("Authorization", "Bearer "+token("alice"))
+	hr.Header.Set("Argocd-Application-Name", "team-a:web")
+	hr.Header.Set("Argocd-Project-Name", "team-a")
+	resp, err := e.srv.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	got := echoOf(t, body).Header
+	trusted := map[string]string{"Argocd-Username": "alice", "Argocd-User-Id": "alice", "Argocd-User-Groups": "",
+		"Argocd-Application-Name": "team-a:web", "Argocd-Project-Name": "team-a", "Argocd-Namespace": "gitops",
+		"Argocd-Target-Cluster-Name": "prod", "Argocd-Target-Cluster-Url": "https://prod.example:6443"}
+	for reading, read := range backendReadings {
+		for _, name := range identity {
+			var seen []string
+			for k, v := range got {
+				if read(k) == read(name) {
+					seen = append(seen, k+": "+strings.Join(v, ","))
+				}
+			}
+			var want []string
+			if v := trusted[name]; v != "" {
+				want = []string{name + ": " + v}
+			}
+			if !slices.Equal(seen, want) {
+				t.Errorf("%s reading: the backend sees %s as %q, want %q", reading, name, seen, want)
+			}
+		}
+	}
+}
+
+// TestResponseHeaders: a backend's hop-by-hop headers never reach the
+// browser, nor a cookie a browser would store as Argo CD's own (named or
+// nameless) or for paths beyond the extension's; its other headers and
+// cookies do.
 func TestResponseHeaders(t *testing.T) {
 	e := newEnv(t, func(c *snapshot.Content) {
 		c.Extensions = append(c.Extensions, snapshot.Extension{Name: "cookies", System: true,
@@ -118,7 +187,13 @@ func TestResponseHeaders(t *testing.T) {
 		h := w.Header()
 		h.Add("Set-Cookie", "argocd.token=attacker; Path=/")
 		h.Add("Set-Cookie", "ARGOCD.TOKEN.1=x")
+		h.Add("Set-Cookie", "=argocd.token=attacker; Path=/extensions/cookies")
+		h.Add("Set-Cookie", "argocd.token; Path=/extensions/cookies")
+		h.Add("Set-Cookie", "site-wide=x; Path=/")
+		h.Add("Set-Cookie", "other-extension=x; Path=/extensions/metrics")
+		h.Add("Set-Cookie", "subdomains=x; Path=/extensions/cookies; Domain=argocd.example")
 		h.Add("Set-Cookie", "ext-session=kept; Path=/extensions/cookies")
+		h.Add("Set-Cookie", "api-session=kept; Path=/api/v1/extensions/cookies/; HttpOnly")
 		h.Set("Connection", "X-Resp-Hop")
 		h.Set("X-Resp-Hop", "v")
 		h.Set("Proxy-Authenticate", "Basic")
@@ -131,7 +206,8 @@ func TestResponseHeaders(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	if got := resp.Header.Values("Set-Cookie"); !slices.Equal(got, []string{"ext-session=kept; Path=/extensions/cookies"}) {
+	if got := resp.Header.Values("Set-Cookie"); !slices.Equal(got, []string{"ext-session=kept; Path=/extensions/cookies",
+		"api-session=kept; Path=/api/v1/extensions/cookies/; HttpOnly"}) {
 		t.Errorf("Set-Cookie %q", got)
 	}
 	for _, gone := range []string{"X-Resp-Hop", "Proxy-Authenticate"} {

@@ -119,6 +119,52 @@ const (
 	queryProject     = "argocd-project-name"
 )
 
+// withoutAppParams is rawQuery less the parameters a WebSocket handshake
+// names its Application and project with, under any reading a backend may
+// give a parameter's name (percent-decoded, in any case, '_' or other
+// punctuation for '-'), so no backend takes a client's word for them. '&'
+// and ';' both end a parameter here, as some servers read ';' too. The rest
+// keeps its order and its bytes.
+func withoutAppParams(rawQuery string) string {
+	var b strings.Builder
+	start, kept, removed := 0, 0, false
+	for i := 0; i <= len(rawQuery); i++ {
+		if i < len(rawQuery) && rawQuery[i] != '&' && rawQuery[i] != ';' {
+			continue
+		}
+		param := rawQuery[start:i]
+		switch {
+		case isAppParam(param):
+			if !removed {
+				b.WriteString(rawQuery[:kept])
+				removed = true
+			}
+		case removed:
+			if b.Len() > 0 {
+				b.WriteByte(rawQuery[start-1])
+			}
+			b.WriteString(param)
+		default:
+			kept = i
+		}
+		start = i + 1
+	}
+	if !removed {
+		return rawQuery
+	}
+	return b.String()
+}
+
+// isAppParam reports whether a query parameter ("name=value") is one that
+// names the Application or its project.
+func isAppParam(param string) bool {
+	name, _, _ := strings.Cut(param, "=")
+	if decoded, err := url.QueryUnescape(name); err == nil {
+		name = decoded
+	}
+	return headers.SameName(name, queryApplication) || headers.SameName(name, queryProject)
+}
+
 // appRef is the Application a request names.
 type appRef struct {
 	namespace, name, project string

@@ -23,8 +23,8 @@ type table struct {
 	version    string
 	extensions map[string]*extension
 	index      *authz.Index
-	// origins are the hosts a browser's WebSocket handshake may come from
-	// besides the proxy's own: Argo CD's URL.
+	// origins are the origins (originOf) a browser's WebSocket handshake
+	// may come from besides the proxy's own: Argo CD's URL's.
 	origins []string
 	// argocdNamespace is Argo CD's control-plane namespace, sent as
 	// Argocd-Namespace; "" when the snapshot does not say.
@@ -119,7 +119,7 @@ func (b *builder) build(version string, c *snapshot.Content) (*table, *pending) 
 	t := &table{version: version, extensions: make(map[string]*extension, len(c.Extensions)), index: authz.NewIndex(c),
 		argocdNamespace: c.ArgoCDNamespace}
 	if u, err := url.Parse(c.Auth.URL); err == nil && u.Host != "" {
-		t.origins = append(t.origins, u.Host)
+		t.origins = append(t.origins, originOf(u.Scheme, u.Host))
 	}
 	for _, e := range c.Extensions {
 		ext, err := b.extension(e, c.Secrets, p)
@@ -237,7 +237,7 @@ func (b *builder) service(e snapshot.Extension, s snapshot.Service, secrets map[
 		}
 		name := textproto.CanonicalMIMEHeaderKey(h.Name)
 		if !headers.Allowed(name, value) {
-			b.log.Warn("configured header not sent: the proxy alone sets it, it is hop-by-hop, or its value cannot be sent",
+			b.log.Warn("configured header not sent: its name holds '_' or is not a field name, the proxy alone sets it, it is hop-by-hop, or its value cannot be sent",
 				"extension", e.Name, "header", name)
 			continue
 		}

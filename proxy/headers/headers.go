@@ -22,12 +22,9 @@ const (
 	TargetClusterURL  = "Argocd-Target-Cluster-URL"
 )
 
-// reservedPrefixes are header names only the proxy sets: configured and
-// policy headers with these names are dropped.
-var reservedPrefixes = []string{"Argocd-", "X-Forwarded-"}
-
 // hopByHop are the headers of one connection (RFC 9110 section 7.6.1), and
-// Te and Trailer, which net/http manages itself.
+// Te and Trailer, which net/http manages itself: removed from a backend's
+// response.
 var hopByHop = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
@@ -65,9 +62,11 @@ type Outgoing struct {
 
 // Request makes the headers of a backend request from a client's:
 //
-//   - removed: Cookie and Authorization (the user's Argo CD credentials),
-//     hop-by-hop headers and those the Connection header names, Proxy-*,
-//     Forwarded, and every Argocd-* header;
+//   - removed: every name holding '_', every name the proxy owns under any
+//     reading (see Owned: Cookie and Authorization, the user's Argo CD
+//     credentials; hop-by-hop headers, Proxy-*, Forwarded, X-Real-Ip,
+//     X-Forwarded-* and Argocd-*), and the headers the Connection header
+//     names;
 //   - X-Forwarded-For gets the client's address appended to what an earlier
 //     proxy (the ingress) recorded; X-Forwarded-Host and X-Forwarded-Proto
 //     are set, as net/http/httputil's ProxyRequest.SetXForwarded does;
@@ -91,7 +90,7 @@ func Request(in http.Header, o *Outgoing, out http.Header) http.Header {
 	}
 	named := connectionNamed(in)
 	for name, v := range in {
-		if dropped(name) || named != nil && named[name] {
+		if !Crosses(name) || named != nil && named[name] {
 			continue
 		}
 		out[name] = v
@@ -130,20 +129,13 @@ func Request(in http.Header, o *Outgoing, out http.Header) http.Header {
 	return out
 }
 
-// Allowed reports whether a configured or policy header may be sent: not a
-// name only the proxy sets (Argocd-*, X-Forwarded-*), not a hop-by-hop
-// header, and a value a header can carry. name is canonical.
+// Allowed reports whether a configured or policy header may be sent: a
+// field name without '_', not one only the proxy sets under any reading
+// (Argocd-*, X-Forwarded-*, Forwarded, X-Real-Ip, Proxy-*, hop-by-hop), and
+// a value a header can carry. Authorization and Cookie may be configured:
+// they are the backend's credentials then.
 func Allowed(name, value string) bool {
-	return !reserved(name) && !isHopByHop(name) && validValue(value)
-}
-
-// dropped are the client's headers no backend gets.
-func dropped(name string) bool {
-	switch name {
-	case "Cookie", "Authorization", "Forwarded":
-		return true
-	}
-	return reserved(name) || isHopByHop(name)
+	return validName(name) && strings.IndexByte(name, '_') < 0 && !proxySet(name) && validValue(value)
 }
 
 // connectionNamed are the headers a Connection header names, which are of
@@ -184,10 +176,10 @@ func setIdentity(id *Identity, set func(name, v string)) {
 
 // CleanResponse removes from a backend response's headers the hop-by-hop
 // headers (kept for a WebSocket handshake's 101, which needs Connection and
-// Upgrade) and any cookie named like Argo CD's own ("argocd.*"): extensions
-// share Argo CD's origin, and a backend that set argocd.token could sign the
-// user in as someone else.
-func CleanResponse(h http.Header, switching bool) {
+// Upgrade), Proxy-* headers, and every cookie CookieAllowed refuses for
+// scope: extensions share Argo CD's origin, and a backend that set
+// argocd.token could sign the user in as someone else.
+func CleanResponse(h http.Header, switching bool, scope *CookieScope) {
 	if !switching {
 		removeConnectionHeaders(h)
 	}
@@ -199,8 +191,7 @@ func CleanResponse(h http.Header, switching bool) {
 	cookies := h["Set-Cookie"]
 	kept := cookies[:0]
 	for _, c := range cookies {
-		name, _, _ := strings.Cut(c, "=")
-		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(name)), "argocd.") {
+		if CookieAllowed(c, scope) {
 			kept = append(kept, c)
 		}
 	}
@@ -212,9 +203,12 @@ func CleanResponse(h http.Header, switching bool) {
 	}
 }
 
-// IsWebSocketUpgrade reports whether a request asks to become a WebSocket.
+// IsWebSocketUpgrade reports whether a request asks to become a WebSocket:
+// a GET of HTTP/1.1 or later with Connection: upgrade and Upgrade:
+// websocket. HTTP/1.0 has no Upgrade (RFC 9110 section 7.8 has a server
+// ignore it there), so such a request is an ordinary one.
 func IsWebSocketUpgrade(r *http.Request) bool {
-	return r.Method == http.MethodGet && hasToken(r.Header["Connection"], "upgrade") &&
+	return r.Method == http.MethodGet && r.ProtoAtLeast(1, 1) && hasToken(r.Header["Connection"], "upgrade") &&
 		hasToken(r.Header["Upgrade"], "websocket")
 }
 
@@ -229,24 +223,6 @@ func removeConnectionHeaders(h http.Header) {
 	for _, name := range hopByHop {
 		delete(h, name)
 	}
-}
-
-func reserved(name string) bool {
-	for _, p := range reservedPrefixes {
-		if len(name) >= len(p) && strings.EqualFold(name[:len(p)], p) {
-			return true
-		}
-	}
-	return false
-}
-
-func isHopByHop(name string) bool {
-	for _, n := range hopByHop {
-		if name == n {
-			return true
-		}
-	}
-	return strings.HasPrefix(name, "Proxy-")
 }
 
 // hasToken reports whether a comma-separated header holds token.

@@ -79,19 +79,20 @@ func TestRequestValuesAreIndependent(t *testing.T) {
 }
 
 func TestCleanResponse(t *testing.T) {
-	h := http.Header{"Set-Cookie": {"argocd.token=x", "Argocd.Token.0=y", " argocd.other=z", "app=1"}, "Connection": {"X-Hop"},
-		"X-Hop": {"v"}, "Keep-Alive": {"5"}, "Proxy-Authenticate": {"Basic"}, "Content-Type": {"text/plain"}}
-	CleanResponse(h, false)
+	scope := &CookieScope{Extension: "metrics", RequestPath: "/extensions/metrics/api/query"}
+	h := http.Header{"Set-Cookie": {"argocd.token=x", "Argocd.Token.0=y", " argocd.other=z", "app=1", "=argocd.token=x; Path=/extensions/metrics"},
+		"Connection": {"X-Hop"}, "X-Hop": {"v"}, "Keep-Alive": {"5"}, "Proxy-Authenticate": {"Basic"}, "Content-Type": {"text/plain"}}
+	CleanResponse(h, false, scope)
 	if !slices.Equal(h["Set-Cookie"], []string{"app=1"}) || len(h) != 2 {
 		t.Fatalf("left %v", h)
 	}
 	only := http.Header{"Set-Cookie": {"argocd.token=x"}}
-	CleanResponse(only, false)
+	CleanResponse(only, false, scope)
 	if _, ok := only["Set-Cookie"]; ok {
 		t.Fatal("an Argo CD cookie got through")
 	}
 	sw := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}
-	CleanResponse(sw, true)
+	CleanResponse(sw, true, scope)
 	if sw.Get("Upgrade") != "websocket" {
 		t.Fatal("a 101's Upgrade was removed")
 	}
@@ -102,15 +103,21 @@ func TestIsWebSocketUpgrade(t *testing.T) {
 		method     string
 		connection string
 		upgrade    string
+		http10     bool
 		want       bool
 	}{
-		{"GET", "Upgrade", "websocket", true},
-		{"GET", "keep-alive, upgrade", "WebSocket", true},
-		{"POST", "Upgrade", "websocket", false},
-		{"GET", "keep-alive", "websocket", false},
-		{"GET", "Upgrade", "h2c", false},
+		{"GET", "Upgrade", "websocket", false, true},
+		{"GET", "keep-alive, upgrade", "WebSocket", false, true},
+		{"POST", "Upgrade", "websocket", false, false},
+		{"GET", "keep-alive", "websocket", false, false},
+		{"GET", "Upgrade", "h2c", false, false},
+		// HTTP/1.0 has no Upgrade: RFC 9110 section 7.8.
+		{"GET", "Upgrade", "websocket", true, false},
 	} {
 		r, _ := http.NewRequest(tt.method, "http://x/", nil)
+		if tt.http10 {
+			r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.0", 1, 0
+		}
 		r.Header.Set("Connection", tt.connection)
 		r.Header.Set("Upgrade", tt.upgrade)
 		if got := IsWebSocketUpgrade(r); got != tt.want {
