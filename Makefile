@@ -56,10 +56,12 @@ run: build
 	./$(BIN) dev
 
 ## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint,
-## and install headless Chromium (Debian's package) for the browser scenario.
+## and install headless Chromium (Debian's package) for the browser scenario
+## and redis-server (Debian's) for the Argo CD session test.
 tools:
 	@test/tools/install.sh >/dev/null
 	@test/tools/install-browser.sh
+	@test/tools/install-redis.sh
 
 ## test: everything CI runs: lint, then all tests with the race detector
 ## against a real kube-apiserver + etcd, and the Argo CD reference module's.

@@ -30,20 +30,23 @@ type oidcConfig struct {
 	RootCA                                  string   `json:"rootCA"`
 }
 
-// auth reads what the proxy needs to verify tokens: server.secretkey for
-// Argo CD's own tokens, the SSO issuer (oidc.config, or the bundled Dex when
-// only dex.config is set, as Argo CD decides) and the groups claims
+// auth reads what the proxy needs to verify tokens: how it checks Argo CD's
+// own tokens (localTokens, snapshot.LocalTokens*) and, in the server-key
+// mode only, server.secretkey; the SSO issuer (oidc.config, or the bundled
+// Dex when only dex.config is set, as Argo CD decides) and the groups claims
 // (argocd-rbac-cm scopes). Secrets go in by reference, their value into
 // secrets.
-func auth(st *State, secrets map[string][]byte) (snapshot.Auth, []Problem) {
+func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Auth, []Problem) {
 	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
 	var problems []Problem
 	bad := func(format string, args ...any) {
 		problems = append(problems, Problem{Kind: "ConfigMap", Name: settings.ArgoCDConfigMap, Reason: ReasonInvalidAuthConfig,
 			Message: fmt.Sprintf(format, args...)})
 	}
-	a := snapshot.Auth{URL: strings.TrimSpace(cm[keyURL])}
-	if key := st.Secrets[ArgoCDSecret].Data[keySecretKey]; len(key) > 0 {
+	a := snapshot.Auth{URL: strings.TrimSpace(cm[keyURL]), LocalTokens: localTokens}
+	// In the Argo CD API server mode the key stays here: whoever takes a
+	// proxy Pod must not be able to mint a token for any Argo CD user.
+	if key := st.Secrets[ArgoCDSecret].Data[keySecretKey]; len(key) > 0 && localTokens != snapshot.LocalTokensArgoCDServer {
 		path := snapshot.SecretPath(ArgoCDSecret, keySecretKey)
 		secrets[path] = key
 		a.LocalSecretKey = &snapshot.SecretRef{Path: path}

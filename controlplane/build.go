@@ -19,6 +19,10 @@ type BuilderOptions struct {
 	// MaxBundleBytes bounds a PolicyBundle's decompressed size
 	// (policies.DefaultMaxBundleBytes when 0).
 	MaxBundleBytes int64
+	// LocalTokens is how proxies check Argo CD's own tokens
+	// (snapshot.LocalTokensArgoCDServer, or LocalTokensServerKey, which puts
+	// server.secretkey into the snapshot; "" is LocalTokensServerKey).
+	LocalTokens string
 }
 
 // Builder turns a State into snapshot files. It remembers the last good
@@ -66,7 +70,7 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	var ps []Problem
 	c.Clusters, ps = clusters(st)
 	report(ps)
-	c.Auth, ps = auth(st, c.Secrets)
+	c.Auth, ps = auth(st, c.Secrets, b.o.LocalTokens)
 	report(ps)
 	b.keepOIDC(&c.Auth, ps)
 	c.Auth.Accounts, ps = accounts(st)

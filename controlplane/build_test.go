@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -103,6 +105,30 @@ func TestBuildContent(t *testing.T) {
 
 func sortedClusters(cs []snapshot.Cluster) []snapshot.Cluster {
 	return slices.SortedFunc(slices.Values(cs), func(a, b snapshot.Cluster) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// In the Argo CD API server mode, server.secretkey is in no file of the
+// snapshot: a proxy Pod never holds it.
+func TestBuildKeepsTheServerKeyInTheArgoCDServerMode(t *testing.T) {
+	st := baseState()
+	key := st.Secrets[ArgoCDSecret].Data[keySecretKey]
+	if len(key) == 0 {
+		t.Fatal("the base state has no server.secretkey to keep")
+	}
+	for _, mode := range []string{"", snapshot.LocalTokensServerKey, snapshot.LocalTokensArgoCDServer} {
+		t.Run("mode "+mode, func(t *testing.T) {
+			c, out := build(t, NewBuilder(BuilderOptions{ControlPlaneNamespace: "argocd", LocalTokens: mode}), st)
+			shipped := false
+			for _, f := range out.Files {
+				shipped = shipped || bytes.Contains(f.Data, key) || bytes.Contains(f.Data, []byte(base64.StdEncoding.EncodeToString(key)))
+			}
+			keyMode := mode != snapshot.LocalTokensArgoCDServer
+			if shipped != keyMode || (c.Auth.LocalSecretKey != nil) != keyMode || c.Auth.LocalTokens != mode {
+				t.Errorf("key in a file: %v, referenced: %v, auth.localTokens %q; want the key only in the server-key mode",
+					shipped, c.Auth.LocalSecretKey != nil, c.Auth.LocalTokens)
+			}
+		})
+	}
 }
 
 func TestBuildIsDeterministic(t *testing.T) {
@@ -341,7 +367,7 @@ func TestAuth(t *testing.T) {
 			st := NewState()
 			st.ConfigMaps["argocd-cm"] = ConfigMap{Data: tt.cm}
 			st.ConfigMaps[ArgoCDRBACConfigMap] = ConfigMap{Data: tt.rbac}
-			got, problems := auth(st, map[string][]byte{})
+			got, problems := auth(st, map[string][]byte{}, "")
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(tt.want)
 			if string(gj) != string(wj) || len(problems) != 0 {

@@ -43,6 +43,9 @@ type Options struct {
 	Authn []authn.Option
 	// AllowInsecureOIDC accepts an http:// SSO issuer, for development only.
 	AllowInsecureOIDC bool
+	// ArgoCDServer, when set, is asked about Argo CD's own tokens, and a
+	// server.secretkey in the snapshot is ignored (see authn.ArgoCDServer).
+	ArgoCDServer *authn.ArgoCDServer
 	// HeaderTimeout bounds the wait for a backend's response headers when an
 	// extension sets no requestTimeout; default 60s.
 	HeaderTimeout time.Duration
@@ -285,6 +288,7 @@ func (p *Proxy) authnConfig(c *snapshot.Content) (authn.Config, [sha256.Size]byt
 		return authn.Config{}, [sha256.Size]byte{}, err
 	}
 	digest := sha256.Sum256(raw)
+	p.localTokens(&cfg, a, digest != p.authnDigest)
 	if o := a.OIDC; o != nil {
 		oc := &authn.OIDCConfig{
 			Issuer: o.Issuer, Audiences: o.Audiences, UsernameClaims: o.UsernameClaims,
@@ -303,6 +307,24 @@ func (p *Proxy) authnConfig(c *snapshot.Content) (authn.Config, [sha256.Size]byt
 		return authn.Config{}, digest, err
 	}
 	return cfg, digest, nil
+}
+
+// localTokens chooses how Argo CD's own tokens are checked: by asking Argo
+// CD's API server whenever the proxy knows it, else with the snapshot's key.
+// warn logs a mismatch between the proxy and the controller, once per
+// change of the snapshot's token settings.
+func (p *Proxy) localTokens(cfg *authn.Config, a snapshot.Auth, warn bool) {
+	switch {
+	case p.o.ArgoCDServer != nil:
+		cfg.ArgoCD, cfg.LocalSecretKey = p.o.ArgoCDServer, nil
+		if warn && a.LocalSecretKey != nil {
+			p.log.Warn("the snapshot carries Argo CD's server key although this proxy asks Argo CD's API server: " +
+				"start the controller with --argocd-token-check=argocd-server so that the key stays in the controller")
+		}
+	case a.LocalTokens == snapshot.LocalTokensArgoCDServer && warn:
+		p.log.Warn("Argo CD's own tokens (local users, API keys, project roles) are refused: the controller keeps Argo CD's key " +
+			"(--argocd-token-check=argocd-server) and this proxy has no --argocd-server-url to ask Argo CD with")
+	}
 }
 
 // oidcClient is the client SSO keys are fetched with when oidc.config names

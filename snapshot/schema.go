@@ -184,8 +184,15 @@ type Rate struct {
 type Auth struct {
 	// URL is Argo CD's external URL (argocd-cm url).
 	URL string `json:"url,omitempty"`
+	// LocalTokens says how proxies check Argo CD's own tokens (local users,
+	// API keys, project roles): LocalTokensArgoCDServer or
+	// LocalTokensServerKey. Empty, as in snapshots from before the field,
+	// means LocalTokensServerKey.
+	LocalTokens string `json:"localTokens,omitempty"`
 	// LocalSecretKey refers to server.secretkey, which signs Argo CD's own
-	// tokens (HS256). Nil: local users' tokens are refused.
+	// tokens (HS256); only in the server-key mode, never with
+	// LocalTokensArgoCDServer. Nil: the proxy cannot verify local tokens
+	// itself.
 	LocalSecretKey *SecretRef `json:"localSecretKey,omitempty"`
 	// OIDC is the single sign-on issuer, nil when SSO is not configured.
 	OIDC *OIDC `json:"oidc,omitempty"`
@@ -197,6 +204,17 @@ type Auth struct {
 	// has the capability, and (API keys) still lists the key.
 	Accounts []Account `json:"accounts,omitempty"`
 }
+
+// The ways proxies check Argo CD's own tokens (Auth.LocalTokens).
+const (
+	// LocalTokensArgoCDServer: the proxy asks Argo CD's API server about
+	// each token (/api/v1/session/userinfo); server.secretkey stays in the
+	// controller and is not in the snapshot. The recommended mode.
+	LocalTokensArgoCDServer = "argocdServer"
+	// LocalTokensServerKey: the proxy verifies tokens with server.secretkey,
+	// which the snapshot carries to every proxy Pod.
+	LocalTokensServerKey = "serverKey"
+)
 
 // Account is one Argo CD local account; no password hash, ever.
 type Account struct {

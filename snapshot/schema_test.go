@@ -166,6 +166,12 @@ func TestValidate(t *testing.T) {
 		{"secret path escaping", func(c *Content) { c.Secrets["../x"] = nil }, "want \"<secret>/<key>\""},
 		{"policy path escaping", func(c *Content) { c.Policy["../x.rego"] = nil }, `".." segment`},
 		{"oidc without audience", func(c *Content) { c.Auth.OIDC.Audiences = nil }, "at least one audience"},
+		{"server key mode", func(c *Content) { c.Auth.LocalTokens = LocalTokensServerKey }, ""},
+		{"Argo CD API server mode without the key", func(c *Content) {
+			c.Auth.LocalTokens, c.Auth.LocalSecretKey = LocalTokensArgoCDServer, nil
+		}, ""},
+		{"the key in the Argo CD API server mode", func(c *Content) { c.Auth.LocalTokens = LocalTokensArgoCDServer }, "never leaves the controller"},
+		{"unknown local token mode", func(c *Content) { c.Auth.LocalTokens = "trust" }, `want "argocdServer" or "serverKey"`},
 		{"Argo CD's namespace unknown", func(c *Content) { c.ArgoCDNamespace = "" }, ""},
 		{"Argo CD's namespace not a namespace name", func(c *Content) { c.ArgoCDNamespace = "Argo CD" }, "not a namespace name"},
 	}

@@ -226,6 +226,16 @@ func (c *Content) validateAuth() []error {
 		}
 	}
 	errs = append(errs, checkRef("auth.localSecretKey", c.Auth.LocalSecretKey, c.Secrets)...)
+	switch c.Auth.LocalTokens {
+	case "", LocalTokensServerKey:
+	case LocalTokensArgoCDServer:
+		// The mode exists to keep the key out of proxy Pods.
+		if c.Auth.LocalSecretKey != nil {
+			errs = append(errs, fmt.Errorf("auth.localSecretKey: present although auth.localTokens is %q, whose point is that the key never leaves the controller", LocalTokensArgoCDServer))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("auth.localTokens %q: want %q or %q", c.Auth.LocalTokens, LocalTokensArgoCDServer, LocalTokensServerKey))
+	}
 	if o := c.Auth.OIDC; o != nil {
 		if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 			errs = append(errs, fmt.Errorf("auth.oidc.issuer %q: want an absolute http(s) URL", o.Issuer))

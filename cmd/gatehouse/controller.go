@@ -70,6 +70,7 @@ type controllerOptions struct {
 	LeaderElect        bool
 	MaxBundleBytes     int64
 	CheckPermissions   bool
+	TokenCheck         string
 
 	Agents agentServerOptions
 	Log    logflags.Options
@@ -105,6 +106,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect one replica (a Lease in --namespace) to fetch PolicyBundles and store them for every replica; turn off only when one replica runs")
 	fs.BoolVar(&o.CheckPermissions, "check-permissions", true, "at start, ask the API server (SelfSubjectAccessReview) whether the controller may do everything it needs, and exit naming what it may not")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
+	addTokenCheckFlag(fs, &o.TokenCheck)
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
 }
@@ -196,6 +198,9 @@ func (o *controllerOptions) Validate() []error {
 	}
 	if o.MaxBundleBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--policy-bundle-max-bytes %d: want a positive size", o.MaxBundleBytes))
+	}
+	if _, err := localTokensMode(o.TokenCheck); err != nil {
+		errs = append(errs, err)
 	}
 	if o.WebhookPort <= 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
@@ -332,7 +337,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		// published; gatehouse_controlplane_* metrics show the pipeline.
 		if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
 			Namespace: o.ControlPlaneNamespace, ArtifactNamespace: o.Namespace,
-			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
+			Builder:   o.builderOptions(),
 			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
 		}); err != nil {
 			return err
@@ -472,4 +477,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = "gatehouse-controller"
 	return cfg, nil
+}
+
+// builderOptions are the snapshot builder's options from the flags, which
+// Validate has checked.
+func (o *controllerOptions) builderOptions() controlplane.BuilderOptions {
+	mode, _ := localTokensMode(o.TokenCheck)
+	return controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides,
+		MaxBundleBytes: o.MaxBundleBytes, LocalTokens: mode}
 }

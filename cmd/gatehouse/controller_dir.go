@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/gatehouse-dev/gatehouse/controlplane"
 )
 
 // runDirController is `gatehouse controller --source dir:PATH`: the control
@@ -29,7 +27,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	}
 	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
-		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
+		Builder:   o.builderOptions(),
 		Publisher: agents, Logger: logger, Registerer: reg,
 	})
 	if err != nil {

@@ -37,6 +37,8 @@ func TestControllerFlagsRefuseWhatCannotWork(t *testing.T) {
 			want: `--profiling-bind-address ":6060": profiles stay on loopback`},
 		{name: "a CA ConfigMap without a namespace", args: []string{"--cert-management", "external", "--namespace", ""},
 			want: `--ca-configmap needs --namespace (or $POD_NAMESPACE)`},
+		{name: "an unknown way to check Argo CD's tokens", args: []string{"--namespace", "gatehouse", "--argocd-token-check", "trust"},
+			want: `--argocd-token-check "trust": use "argocd-server" (recommended) or "server-key"`},
 		{name: "dir source that is a file", args: []string{"--source", "dir:" + file, "--agent-static-token-file", "f"}, want: "--source dir:" + file + " is a file"},
 	}
 	for _, tt := range tests {

@@ -88,8 +88,13 @@ func (id *Identity) clone() *Identity {
 // configuration snapshot. It is replaced whole by Update.
 type Config struct {
 	// LocalSecretKey is server.secretkey from argocd-secret (the decoded
-	// bytes). Empty disables Argo CD local-user, API key and project tokens.
+	// bytes): the key mode, which verifies Argo CD's own tokens here. Empty,
+	// and ArgoCD nil, disables local-user, API key and project tokens.
 	LocalSecretKey []byte
+	// ArgoCD, when set, checks Argo CD's own tokens by asking Argo CD's API
+	// server (the recommended mode: no key outside Argo CD, and logout is
+	// honoured). LocalSecretKey must then be empty.
+	ArgoCD *ArgoCDServer
 	// LocalIssuer is the iss of Argo CD's tokens; empty means "argocd".
 	LocalIssuer string
 	// LocalChecker, when set, vets every correctly signed local token
@@ -184,6 +189,8 @@ type Authenticator struct {
 // state is one validated Config, ready to verify with.
 type state struct {
 	local        *localVerifier
+	argocd       *argoCDAsker // asks Argo CD about its own tokens; excludes local
+	localIssuer  string
 	oidc         *oidcVerifier
 	checker      LocalChecker
 	groupsClaims []string
@@ -235,8 +242,15 @@ func (a *Authenticator) Update(cfg Config) error {
 }
 
 func (a *Authenticator) logApplied(cfg Config) {
+	mode := "refused"
+	switch {
+	case cfg.ArgoCD != nil:
+		mode = "asked of Argo CD's API server"
+	case len(cfg.LocalSecretKey) > 0:
+		mode = "verified with Argo CD's server key"
+	}
 	attrs := []any{
-		"local_tokens", len(cfg.LocalSecretKey) > 0,
+		"local_tokens", mode,
 		"account_checks", cfg.LocalChecker != nil,
 	}
 	if cfg.OIDC != nil {
@@ -258,8 +272,23 @@ func (a *Authenticator) build(cfg Config, prev *state) (*state, error) {
 		st.groupsClaims = DefaultGroupsClaims()
 	}
 	localIssuer := cmp.Or(cfg.LocalIssuer, DefaultLocalIssuer)
+	st.localIssuer = localIssuer
 	var algorithms []string
-	if len(cfg.LocalSecretKey) > 0 {
+	switch {
+	case cfg.ArgoCD != nil && len(cfg.LocalSecretKey) > 0:
+		return nil, errors.New("authn: both Argo CD's server key and its API server are configured for Argo CD's tokens: " +
+			"choose one (the API server keeps the key out of the proxy)")
+	case cfg.ArgoCD != nil:
+		if prev != nil && prev.argocd != nil && prev.argocd.conf == *cfg.ArgoCD {
+			st.argocd = prev.argocd
+		} else {
+			asker, err := newArgoCDAsker(*cfg.ArgoCD)
+			if err != nil {
+				return nil, err
+			}
+			st.argocd = asker
+		}
+	case len(cfg.LocalSecretKey) > 0:
 		st.local = newLocalVerifier(localIssuer, cfg.LocalSecretKey)
 		algorithms = append(algorithms, localAlgorithm)
 	}
@@ -374,13 +403,15 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (*Identity, erro
 	st := a.state.Load()
 	now := a.now()
 	var key [sha256.Size]byte
-	if st.cache != nil {
+	if st.cache != nil || st.argocd != nil {
 		key = tokenKey(raw)
+	}
+	if st.cache != nil {
 		if id, ok := st.cache.get(key, now); ok {
 			return id.clone(), nil
 		}
 	}
-	id, err := a.verify(ctx, st, raw, now)
+	id, err := a.verify(ctx, st, key, raw, now)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -389,7 +420,13 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (*Identity, erro
 		return nil, err
 	}
 	if st.cache != nil {
-		st.cache.put(key, id, now)
+		ttl := maxCacheTTL
+		if st.argocd != nil && id.Local() {
+			// Argo CD's yes holds only briefly: it may revoke the token
+			// at any time, and says so only when asked.
+			ttl = st.argocd.ttl
+		}
+		st.cache.put(key, id, now, ttl)
 	}
 	return id.clone(), nil
 }
@@ -403,7 +440,21 @@ func tokenKey(raw string) [sha256.Size]byte {
 	return sha256.Sum256(append(buf[:0], raw...))
 }
 
-func (a *Authenticator) verify(ctx context.Context, st *state, raw string, now time.Time) (*Identity, error) {
+func (a *Authenticator) verify(ctx context.Context, st *state, key [sha256.Size]byte, raw string, now time.Time) (*Identity, error) {
+	if st.argocd != nil {
+		// The token is decoded, not verified, to learn its issuer: Argo
+		// CD's own tokens go to Argo CD, SSO tokens down the usual path.
+		t, err := peek(raw)
+		switch {
+		case err == nil && t.claims.Issuer == st.localIssuer:
+			return st.verifyWithArgoCD(ctx, key, raw, t, now)
+		case st.parser != nil:
+		case err != nil:
+			return nil, err
+		default:
+			return nil, st.wrongIssuer(t.claims.Issuer)
+		}
+	}
 	if st.parser == nil {
 		return nil, st.wrongIssuer("")
 	}

@@ -3,6 +3,8 @@ package authn
 import (
 	"context"
 	"crypto"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -63,6 +65,39 @@ func BenchmarkVerifySSO(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := a.Verify(ctx, bc.token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyArgoCDServer is the cost of the Argo CD API server mode
+// against BenchmarkVerifyHS256 (the key mode): "cold" asks the (fake,
+// loopback, TLS with keep-alive) userinfo API every time, which is what a
+// token costs once per cache TTL; "cached" is every other request. Against
+// a real argocd-server add its own verification and the network hop.
+func BenchmarkVerifyArgoCDServer(b *testing.B) {
+	tok := localToken(localClaims("alice:login"))
+	f := &fakeArgoCD{revoked: map[string]bool{}}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	b.Cleanup(f.srv.Close)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name  string
+		cache int
+	}{{"cold", 0}, {"cached", DefaultCacheSize}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a, err := New(Config{ArgoCD: f.config()}, WithClock(func() time.Time { return t0 }), WithCacheSize(bc.cache))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := a.Verify(ctx, tok); err != nil {
 					b.Fatal(err)
 				}
 			}

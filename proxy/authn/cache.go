@@ -47,9 +47,9 @@ func (c *cache) get(key [sha256.Size]byte, now time.Time) (*Identity, bool) {
 	return e.id, true
 }
 
-// put remembers id until the token expires (or maxCacheTTL, if sooner).
-func (c *cache) put(key [sha256.Size]byte, id *Identity, now time.Time) {
-	until := now.Add(maxCacheTTL)
+// put remembers id until the token expires (or ttl, if sooner).
+func (c *cache) put(key [sha256.Size]byte, id *Identity, now time.Time, ttl time.Duration) {
+	until := now.Add(ttl)
 	if !id.Expiry.IsZero() && id.Expiry.Before(until) {
 		until = id.Expiry
 	}

@@ -25,8 +25,10 @@ type LocalToken struct {
 // to the token's holder, so it must say what to do and carry no secrets.
 //
 // Argo CD also revokes session tokens on logout, in Redis; Gatehouse cannot
-// see that list, so a logged-out session token stays usable here until it
-// expires (24 hours by default).
+// see that list, so in the key mode a logged-out session token stays usable
+// here until it expires (24 hours by default). ArgoCDServer closes that gap.
+// In that mode the checker still runs first: it spares Argo CD a question
+// about a token the snapshot already refuses.
 type LocalChecker interface {
 	CheckLocal(LocalToken) error
 }

@@ -64,14 +64,18 @@ func (st *state) verify(ctx context.Context, raw string, now time.Time) (*Identi
 
 func (st *state) wrongIssuer(iss string) error {
 	var trusted []string
-	if st.local != nil {
+	switch {
+	case st.local != nil:
 		trusted = append(trusted, quote(st.local.issuer)+" (Argo CD local users)")
+	case st.argocd != nil:
+		trusted = append(trusted, quote(st.localIssuer)+" (Argo CD local users, checked by Argo CD's API server)")
 	}
 	if st.oidc != nil {
 		trusted = append(trusted, quote(st.oidc.issuer)+" (single sign-on)")
 	}
 	if len(trusted) == 0 {
-		return newError(ErrWrongIssuer, "no token issuer is trusted here: the proxy has neither Argo CD's server key nor an SSO issuer configured")
+		return newError(ErrWrongIssuer, "no token issuer is trusted here: the proxy has neither Argo CD's API server (--argocd-server-url) "+
+			"or server key nor an SSO issuer configured")
 	}
 	if iss == "" {
 		return newError(ErrWrongIssuer, "token names no issuer (iss); trusted here: %s", strings.Join(trusted, ", "))
@@ -133,7 +137,12 @@ func (v *localVerifier) refuseAlgorithm(alg string) error {
 
 // identityLocal checks the claims of a verified Argo CD token.
 func (st *state) identityLocal(t *token, now time.Time) (*Identity, error) {
-	c := &t.claims
+	return st.localIdentity(&t.claims, now)
+}
+
+// localIdentity checks the claims of an Argo CD token and says whom it
+// speaks for. The caller has verified the signature, or asks Argo CD next.
+func (st *state) localIdentity(c *claims, now time.Time) (*Identity, error) {
 	if err := checkTimes(c, now, st.leeway, false); err != nil {
 		return nil, err
 	}

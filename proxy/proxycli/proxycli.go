@@ -62,6 +62,7 @@ type Options struct {
 	Memory memflags.Options
 
 	AllowInsecureOIDC bool
+	ArgoCD            ArgoCDServerOptions
 	Profiling         bool
 	Log               logflags.Options
 
@@ -99,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
 	o.Memory.AddFlags(fs, DefaultMemoryLimit, DefaultGCPercent)
 	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
+	o.ArgoCD.AddFlags(fs)
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
 	o.Log.AddFlags(fs)
 }
@@ -141,6 +143,7 @@ func (o *Options) Validate() []error {
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
 	}
+	errs = append(errs, o.ArgoCD.Validate()...)
 	if o.Memory.GCPercent <= 0 {
 		errs = append(errs, errors.New("--gc-percent must be positive"))
 	}
@@ -188,7 +191,12 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	if o.AccessLog {
 		accessLog = logger
 	}
+	argocd, err := o.ArgoCD.Server()
+	if err != nil {
+		return err
+	}
 	p, err := proxy.New(proxy.Options{
+		ArgoCDServer:         argocd,
 		Root:                 o.SnapshotDir,
 		Limits:               sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles},
 		Logger:               logger,

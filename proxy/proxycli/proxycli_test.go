@@ -51,6 +51,8 @@ func TestValidate(t *testing.T) {
 		{"a memory limit that is no size", func(o *Options) { o.Memory.MemoryLimit = "80MB" }, "--memory-limit"},
 		{"no memory limit", func(o *Options) { o.Memory.MemoryLimit = "0" }, ""},
 		{"no collector growth", func(o *Options) { o.Memory.GCPercent = 0 }, "--gc-percent"},
+		{"Argo CD's CA without its URL", func(o *Options) { o.ArgoCD.CAFile = "ca.crt" }, "--argocd-server-ca-file needs --argocd-server-url"},
+		{"a cache TTL that outlasts logout", func(o *Options) { o.ArgoCD.URL, o.ArgoCD.CacheTTL = "https://argocd-server", time.Hour }, "--argocd-server-cache-ttl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,8 @@
 // APIs differ, so the two cannot share a binary.
 //
 // Protocol: one JSON Case per line on stdin, one JSON Answer per line on
-// stdout. See test/casbindiff for the client.
+// stdout. See test/casbindiff for the client. `argocdref session KEY
+// PASSWORD` serves Argo CD's session code instead (session.go).
 package main
 
 import (
@@ -136,6 +137,13 @@ type Decision struct {
 
 func main() {
 	log.SetOutput(io.Discard) // Argo CD logs every refused line and enforcement
+	if len(os.Args) == 4 && os.Args[1] == "session" {
+		if err := serveSession(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "argocdref session:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := serve(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "argocdref:", err)
 		os.Exit(1)

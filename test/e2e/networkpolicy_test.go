@@ -227,6 +227,7 @@ func TestNetworkPolicyFlows(t *testing.T) {
 		{named("gatehouse-controller"), outsideNS, dnsPorts, "DNS"},
 		// Extension backends may be anywhere; the proxy holds no
 		// credentials (docs/install.md shows how to narrow it).
+		{named("gatehouse-proxy"), named("argocd-server"), tcp(8080), "asking Argo CD's API server about Argo CD's tokens (--argocd-server-url)"},
 		{named("gatehouse-proxy"), outsideNS, nil, "extension backends, the SSO issuer, DNS"},
 	}
 	expected := func(src, dst peer, port int32, proto corev1.Protocol) (bool, string) {
@@ -269,6 +270,18 @@ func TestNetworkPolicyFlows(t *testing.T) {
 		t.Fatalf("checked %d connections; the peers lost their ports?", checked)
 	}
 	// Every policy selects Gatehouse's Pods (or all of the namespace).
+	// The proxy reaches argocd-server by a rule of its own: narrowing the
+	// backends' catch-all (docs/install.md) must not cut it off, or every
+	// Argo CD local user is refused.
+	narrowed := network{t: t}
+	for _, p := range net.policies {
+		if p.Name != "gatehouse-proxy-backends" {
+			narrowed.policies = append(narrowed.policies, p)
+		}
+	}
+	if !narrowed.allows(proxy, argocdServer, 8080, corev1.ProtocolTCP) {
+		t.Errorf("without gatehouse-proxy-backends the proxy cannot reach argocd-server:8080, which --argocd-server-url needs")
+	}
 	for _, p := range net.policies {
 		sel := net.selector(&p.Spec.PodSelector)
 		if !sel.Empty() && !sel.Matches(labels.Set(controller.labels)) && !sel.Matches(labels.Set(proxy.labels)) {
