@@ -65,6 +65,20 @@ func TestRevisionIsBounded(t *testing.T) {
 	}
 }
 
+// The control plane's gate (ConfigMaps, PolicyBundles, gatehouse policy
+// build) refuses it too, blaming the manifest.
+func TestCheckSourceRefusesALongRevision(t *testing.T) {
+	b := ExampleBundle()
+	b.Manifest.Revision = strings.Repeat("r", MaxRevisionBytes+1)
+	_, err := CheckSource(context.Background(), b)
+	if err == nil || !strings.Contains(err.Error(), "more than the 1024 allowed") {
+		t.Fatalf("err = %.300v, want the revision refused for its length", err)
+	}
+	if got := FilesAtFault(err); !slices.Equal(got, []string{ManifestFile}) {
+		t.Errorf("the error blames %v, want %s", got, ManifestFile)
+	}
+}
+
 func TestShortRevision(t *testing.T) {
 	long := strings.Repeat("a", 127) + "é" + strings.Repeat("b", 100) // é straddles byte 128
 	for _, tc := range []struct{ in, want string }{
