@@ -146,17 +146,17 @@ func (e *Engine) Load(ctx context.Context, b Bundle) error {
 	start := time.Now()
 	c, warnings, err := compileBundle(ctx, b, e.iqvc)
 	if err != nil {
-		e.logEvent(ctx, slog.LevelError, "extension policy refused", slog.String("revision", b.Manifest.Revision), slog.String("error", err.Error()))
+		e.logEvent(ctx, slog.LevelError, "extension policy refused", slog.String("revision", ShortRevision(b.Manifest.Revision)), slog.String("error", err.Error()))
 		return err
 	}
 	c.digest = digest
 	c.cache = newDecisionCache(e.opts.cacheSize, e.opts.cacheTTL)
 	e.state.Store(c)
 	for _, w := range warnings {
-		e.logEvent(ctx, slog.LevelWarn, "extension policy data", slog.String("revision", c.revision), slog.String("warning", w))
+		e.logEvent(ctx, slog.LevelWarn, "extension policy data", slog.String("revision", ShortRevision(c.revision)), slog.String("warning", w))
 	}
 	e.logEvent(ctx, slog.LevelInfo, "extension policy loaded",
-		slog.String("revision", c.revision), slog.Bool("enforcing", c.enforcing),
+		slog.String("revision", ShortRevision(c.revision)), slog.Bool("enforcing", c.enforcing),
 		slog.Int("modules", len(b.Modules)), slog.Duration("compile", time.Since(start)))
 	return nil
 }
@@ -461,9 +461,12 @@ func compileBundle(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCach
 // tests that compare the two.
 func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache, generate bool) (*compiled, []string, error) {
 	rev := b.Manifest.Revision
-	name := rev
+	name := ShortRevision(rev)
 	if name == "" {
 		name = "(no revision)"
+	}
+	if err := checkRevision(rev); err != nil {
+		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, err))
 	}
 	query, err := b.Manifest.Query()
 	if err != nil {

@@ -52,5 +52,5 @@ func (c *compiled) name() string {
 	if c.revision == "" {
 		return "(no revision)"
 	}
-	return c.revision
+	return ShortRevision(c.revision)
 }

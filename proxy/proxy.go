@@ -231,7 +231,7 @@ func (p *Proxy) Load(ctx context.Context, s *sidecar.Snapshot) error {
 	p.state.Store(&State{ServedVersion: version, RejectedVersion: prev.RejectedVersion, RejectedReason: prev.RejectedReason})
 	p.m.snapshots.WithLabelValues("served").Inc()
 	p.log.Info("snapshot served", "version", version, "extensions", len(t.extensions),
-		"applications", len(content.Applications), "policy", p.engine.Revision(), "took", time.Since(start))
+		"applications", len(content.Applications), "policy", policies.ShortRevision(p.engine.Revision()), "took", time.Since(start))
 	return nil
 }
 

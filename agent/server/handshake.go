@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,18 +26,28 @@ const (
 	handshakeBadClientCrt = "bad_client_certificate"
 	handshakeClosed       = "closed"
 	handshakeOther        = "other"
+	// handshakeAddressLimit: refused on accepting, as its address already
+	// had MaxHandshakesPerAddress connections in their handshake.
+	handshakeAddressLimit = "address_limit"
 )
 
-var handshakeReasons = []string{handshakeTimeout, handshakeNoClientCert, handshakeBadClientCrt, handshakeClosed, handshakeOther}
+var handshakeReasons = []string{handshakeTimeout, handshakeNoClientCert, handshakeBadClientCrt, handshakeClosed, handshakeOther, handshakeAddressLimit}
 
 // handshakeListener bounds how many accepted connections may be in their
 // TLS handshake at once (gRPC bounds how long, with
-// grpc.ConnectionTimeout). With every slot taken it stops accepting, so
-// further connections wait in the kernel's listen backlog, costing the
-// process nothing, and are taken in turn as handshakes end: without it, idle
-// connections that never start TLS each held a goroutine and a socket until
-// the timeout, with no limit on their number. A burst of agents
-// reconnecting at once is queued, not refused.
+// grpc.ConnectionTimeout), in all and per source address. With every slot
+// taken it stops accepting, so further connections wait in the kernel's
+// listen backlog, costing the process nothing, and are taken in turn as
+// handshakes end: without it, idle connections that never start TLS each
+// held a goroutine and a socket until the timeout, with no limit on their
+// number. A burst of agents reconnecting at once is queued, not refused.
+//
+// The global bound alone let one peer take every slot with connections
+// that never say anything, and keep agents waiting for the timeout: so a
+// connection from an address that already has perAddress connections in
+// their handshake is closed as soon as it is accepted, without a slot. Agents
+// come from their own Pod IPs (Pod-to-Service traffic keeps the source
+// address) and each has one connection in its handshake at a time.
 type handshakeListener struct {
 	net.Listener
 	slots     chan struct{}
@@ -45,10 +56,23 @@ type handshakeListener struct {
 	// accepted counts the connections holding a slot; the slot of the
 	// Accept waiting for the next connection is not one.
 	accepted atomic.Int64
+
+	perAddress int
+	// refused is told of every connection closed for its address.
+	refused func(net.Addr)
+	mu      sync.Mutex
+	byAddr  map[netip.Addr]int // connections in their handshake, by source
 }
 
-func newHandshakeListener(lis net.Listener, maxHandshakes int) *handshakeListener {
-	return &handshakeListener{Listener: lis, slots: make(chan struct{}, maxHandshakes), closed: make(chan struct{})}
+func newHandshakeListener(lis net.Listener, maxHandshakes, perAddress int, refused func(net.Addr)) *handshakeListener {
+	return &handshakeListener{
+		Listener:   lis,
+		slots:      make(chan struct{}, maxHandshakes),
+		closed:     make(chan struct{}),
+		perAddress: perAddress,
+		refused:    refused,
+		byAddr:     map[netip.Addr]int{},
+	}
 }
 
 func (l *handshakeListener) Accept() (net.Conn, error) {
@@ -57,13 +81,66 @@ func (l *handshakeListener) Accept() (net.Conn, error) {
 	case <-l.closed:
 		return nil, net.ErrClosed
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		addr := sourceAddress(c.RemoteAddr())
+		if !l.take(addr) {
+			l.refuse(c)
+			continue
+		}
+		l.accepted.Add(1)
+		return &handshakingConn{Conn: c, l: l, addr: addr}, nil
 	}
-	l.accepted.Add(1)
-	return &handshakingConn{Conn: c, l: l}, nil
+}
+
+// take counts a connection from addr in its handshake, unless addr has
+// perAddress already.
+func (l *handshakeListener) take(addr netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[addr] >= l.perAddress {
+		return false
+	}
+	l.byAddr[addr]++
+	return true
+}
+
+func (l *handshakeListener) release(addr netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[addr] <= 1 {
+		delete(l.byAddr, addr)
+		return
+	}
+	l.byAddr[addr]--
+}
+
+// refuse closes c with a reset: no TIME_WAIT or FIN_WAIT state is left
+// behind for a peer that opens connections only to hold them.
+func (l *handshakeListener) refuse(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	if l.refused != nil {
+		l.refused(c.RemoteAddr())
+	}
+	_ = c.Close()
+}
+
+// sourceAddress is the address a connection is counted under: its IP
+// (IPv4-mapped IPv6 as IPv4), and for anything that is not TCP (a Unix
+// socket in tests) the zero Addr, one bucket for all of them.
+func sourceAddress(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return netip.Addr{}
 }
 
 func (l *handshakeListener) Close() error {
@@ -74,16 +151,19 @@ func (l *handshakeListener) Close() error {
 // inHandshake is how many accepted connections are in their handshake.
 func (l *handshakeListener) inHandshake() int64 { return l.accepted.Load() }
 
-// handshakingConn holds a slot of its listener until its handshake ends
-// (guardedCreds) or it is closed, whichever comes first.
+// handshakingConn holds a slot of its listener, and its address's count,
+// until its handshake ends (guardedCreds) or it is closed, whichever comes
+// first.
 type handshakingConn struct {
 	net.Conn
 	l    *handshakeListener
+	addr netip.Addr
 	once sync.Once
 }
 
 func (c *handshakingConn) handshakeDone() {
 	c.once.Do(func() {
+		c.l.release(c.addr)
 		c.l.accepted.Add(-1)
 		<-c.l.slots
 	})
@@ -135,6 +215,13 @@ func (g *guardedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Aut
 		}
 	}
 	return c, info, err
+}
+
+// addressLimited counts and logs a connection the listener refused because
+// its address has too many connections in their handshake already.
+func (g *guardedCreds) addressLimited(remote net.Addr) {
+	g.failures.WithLabelValues(handshakeAddressLimit).Inc()
+	g.log.warn(remote, handshakeAddressLimit, errors.New("too many connections from this address are in their TLS handshake"))
 }
 
 func (g *guardedCreds) Clone() credentials.TransportCredentials {
@@ -196,8 +283,11 @@ func (h *handshakeLog) warn(remote net.Addr, reason string, err error) {
 		attrs = append(attrs, "suppressedSinceLastLine", suppressed)
 	}
 	msg := "agent connection refused during the TLS handshake"
-	if reason == handshakeNoClientCert {
+	switch reason {
+	case handshakeNoClientCert:
 		msg = "agent connection refused: it presented no client certificate, and --agent-client-ca-file requires one"
+	case handshakeAddressLimit:
+		msg = "agent connection refused on accepting: its address already has the most connections in their TLS handshake that one address may have (--agent-max-handshakes-per-address)"
 	}
 	h.log.Warn(msg, attrs...)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -198,4 +199,53 @@ func TestConnectionsWithoutAStreamAreClosed(t *testing.T) {
 		t.Fatalf("an agent holding its CommandChannel was disconnected: %v", err)
 	default:
 	}
+}
+
+// An address over MaxHandshakesPerAddress has its next connection closed at
+// once (counted as address_limit); its slots come back as its handshakes
+// end, and an address with none in progress is forgotten.
+func TestHandshakesPerAddressAreBoundedAndReturned(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.MaxHandshakesPerAddress = 2
+		o.HandshakeTimeout = time.Hour
+	})
+	refused := func() float64 {
+		got, _ := labelled(gather(t, h, "gatehouse_agentserver_handshake_failures_total"), map[string]string{"reason": handshakeAddressLimit})
+		return got
+	}
+	first, second := dialIdle(t, h.addr), dialIdle(t, h.addr)
+	eventually(t, "both idle connections hold a slot", func() bool {
+		return testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress") == 2
+	})
+	third, err := net.Dial("tcp", h.addr)
+	if err == nil {
+		if cerr := closedByServer(third, 10*time.Second); cerr != nil {
+			t.Fatalf("a third connection from the address: %v, want it closed at once", cerr)
+		}
+		_ = third.Close()
+	}
+	eventually(t, "the third connection is counted as refused", func() bool { return refused() == 1 })
+
+	_ = first.Close()
+	eventually(t, "the closed connection's slot is free", func() bool {
+		return testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress") == 1
+	})
+	dialIdle(t, h.addr)
+	eventually(t, "a new connection from the address takes the slot again", func() bool {
+		return testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress") == 2
+	})
+	if got := refused(); got != 1 {
+		t.Fatalf("%v refused, want the one", got)
+	}
+	_ = second.Close()
+	eventually(t, "the second connection's slot is free", func() bool {
+		return testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress") == 1
+	})
+	h.connect("token-a", nil) // a completed handshake returns its slot too
+	lis := h.srv.lis.Load()
+	eventually(t, "only the last idle connection is counted", func() bool {
+		lis.mu.Lock()
+		defer lis.mu.Unlock()
+		return len(lis.byAddr) == 1 && lis.byAddr[netip.MustParseAddr("127.0.0.1")] == 1
+	})
 }

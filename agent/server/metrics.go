@@ -57,7 +57,7 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"code"}),
 		handshakeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_agentserver_handshake_failures_total",
-			Help: "Connections closed before TLS was set up, by reason (timeout, no_client_certificate, bad_client_certificate, closed, other).",
+			Help: "Connections closed before TLS was set up, by reason (timeout, no_client_certificate, bad_client_certificate, closed, other; address_limit: closed on arrival, as its address had the most connections in their handshake already).",
 		}, []string{"reason"}),
 		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agentserver_download_bytes_total",
@@ -75,7 +75,7 @@ func newMetrics(s *Server) *metrics {
 		connectedDesc: prometheus.NewDesc("gatehouse_agentserver_connected_agents",
 			"Agents with an open CommandChannel to this replica.", nil, nil),
 		handshakeDesc: prometheus.NewDesc("gatehouse_agentserver_handshakes_in_progress",
-			"Connections in their TLS handshake; at the server's limit (256 by default) further connections wait to be accepted.", nil, nil),
+			"Connections in their TLS handshake; at the server's limit (256 by default) further connections wait to be accepted, and past the limit per source address (16 by default) they are closed.", nil, nil),
 		staleDesc: prometheus.NewDesc("gatehouse_agentserver_agents_stale",
 			"Connected agents that have not served the current version for longer than the stale bound (--agent-stale-after): their proxies serve older policy and revocations.", nil, nil),
 		stateDesc: prometheus.NewDesc("gatehouse_agentserver_agents",

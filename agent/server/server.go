@@ -40,9 +40,16 @@ const (
 	// A connection has DefaultHandshakeTimeout to complete TLS and send
 	// HTTP/2's preface, and at most DefaultMaxHandshakes connections are in
 	// their TLS handshake at once; more wait to be accepted. Agents finish
-	// in milliseconds; what lingers is a scanner or an attack.
-	DefaultHandshakeTimeout = 10 * time.Second
+	// in milliseconds; what lingers is a scanner or an attack, and the
+	// timeout is how long it can keep a slot.
+	DefaultHandshakeTimeout = 5 * time.Second
 	DefaultMaxHandshakes    = 256
+	// DefaultMaxHandshakesPerAddress is how many of those slots one source
+	// address may hold; a connection beyond it is closed at once. An agent
+	// has one connection in its handshake at a time, from its Pod's IP;
+	// this leaves room for a few behind one SNAT address, and takes 16
+	// addresses to fill the slots.
+	DefaultMaxHandshakesPerAddress = 16
 	// DefaultIdleConnectionTimeout closes a connection that has held no
 	// stream for this long. An agent always holds its CommandChannel, and
 	// reconnects at once if its connection goes; a connection without one
@@ -113,11 +120,15 @@ type Options struct {
 	// gatehouse_agentserver_agents_stale count it as stale (default 1m).
 	StaleAfter time.Duration
 	// HandshakeTimeout bounds a new connection's TLS handshake and HTTP/2
-	// preface (default 10s); MaxHandshakes how many connections may be in
+	// preface (default 5s); MaxHandshakes how many connections may be in
 	// their TLS handshake at once (default 256): more are not accepted until
-	// one ends, and wait in the listen backlog.
-	HandshakeTimeout time.Duration
-	MaxHandshakes    int
+	// one ends, and wait in the listen backlog. MaxHandshakesPerAddress
+	// (default 16) is how many of them may come from one IP address: a
+	// connection beyond it is closed as soon as it is accepted, so one peer
+	// cannot take every slot.
+	HandshakeTimeout        time.Duration
+	MaxHandshakes           int
+	MaxHandshakesPerAddress int
 	// IdleConnectionTimeout closes a connection without a stream (default
 	// DefaultIdleConnectionTimeout).
 	IdleConnectionTimeout time.Duration
@@ -171,6 +182,9 @@ func (o *Options) complete() error {
 	if o.MaxHandshakes <= 0 {
 		o.MaxHandshakes = DefaultMaxHandshakes
 	}
+	if o.MaxHandshakesPerAddress <= 0 {
+		o.MaxHandshakesPerAddress = DefaultMaxHandshakesPerAddress
+	}
 	if o.IdleConnectionTimeout <= 0 {
 		o.IdleConnectionTimeout = DefaultIdleConnectionTimeout
 	}
@@ -189,6 +203,8 @@ type Server struct {
 	log  *slog.Logger
 	tls  *tlsFiles
 	grpc *grpc.Server
+	// creds count and log failed handshakes, the listener's refusals too.
+	creds *guardedCreds
 	// lis is what Serve serves; see handshakeListener.
 	lis     atomic.Pointer[handshakeListener]
 	metrics *metrics
@@ -232,8 +248,9 @@ func New(o Options) (*Server, error) {
 	if err := s.metrics.register(o.Registerer); err != nil {
 		return nil, fmt.Errorf("agent server: register metrics: %w", err)
 	}
+	s.creds = newGuardedCreds(credentials.NewTLS(tf.config()), s.metrics.handshakeFailures, o.Logger)
 	s.grpc = grpc.NewServer(
-		grpc.Creds(newGuardedCreds(credentials.NewTLS(tf.config()), s.metrics.handshakeFailures, o.Logger)),
+		grpc.Creds(s.creds),
 		grpc.ConnectionTimeout(o.HandshakeTimeout),
 		grpc.StreamInterceptor(s.authenticate),
 		grpc.UnaryInterceptor(func(context.Context, any, *grpc.UnaryServerInfo, grpc.UnaryHandler) (any, error) {
@@ -287,8 +304,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	s.mu.Unlock()
 
 	s.log.Info("serving agents", "address", lis.Addr().String(), "minTLS", tls.VersionName(s.o.MinTLSVersion), "clientCertificates", s.o.ClientCAFile != "",
-		"handshakeTimeout", s.o.HandshakeTimeout, "maxHandshakes", s.o.MaxHandshakes)
-	hl := newHandshakeListener(lis, s.o.MaxHandshakes)
+		"handshakeTimeout", s.o.HandshakeTimeout, "maxHandshakes", s.o.MaxHandshakes, "maxHandshakesPerAddress", s.o.MaxHandshakesPerAddress)
+	hl := newHandshakeListener(lis, s.o.MaxHandshakes, s.o.MaxHandshakesPerAddress, s.creds.addressLimited)
 	s.lis.Store(hl)
 	served := make(chan error, 1)
 	go func() { served <- s.grpc.Serve(hl) }()

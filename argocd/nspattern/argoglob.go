@@ -82,6 +82,25 @@ func (g *Glob) Match(name string) bool {
 // handed to them as it is.
 func (g *Glob) Plain() bool { return g.around == nil }
 
+// Overlaps returns the names Argo CD matches with the glob that gobwas/glob
+// v1.0.0 does not: for a literal prefix and suffix around stars, those in
+// which the two overlap ("b" for "b*b", "logs" for "logs*logs"; none for
+// "cost*report"). The glob as written, matched by v1.0.0, and these names
+// are together exactly what Argo CD matches. A Plain glob has none.
+func (g *Glob) Overlaps() []string {
+	if g.around == nil {
+		return nil
+	}
+	prefix, suffix := g.around[0], g.around[1]
+	var out []string
+	for k := min(len(prefix), len(suffix)); k > 0; k-- {
+		if prefix[len(prefix)-k:] == suffix[:k] {
+			out = append(out, prefix+suffix[k:])
+		}
+	}
+	return out
+}
+
 // errAmbiguous refuses a glob with an empty alternative.
 var errAmbiguous = fmt.Errorf(`an empty alternative ("{a,}", "{,a}" or "{}"): %w; write each alternative as an entry of its own`, ErrUnknownToArgoCD)
 

@@ -2,6 +2,7 @@ package nspattern
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -188,4 +189,36 @@ func FuzzCompile(f *testing.F) {
 		}
 		_, _ = p.Match(name)
 	})
+}
+
+// Overlaps are the names Argo CD matches by a prefix and suffix that
+// overlap in them; with the glob as written they are all it matches.
+func TestGlobOverlaps(t *testing.T) {
+	for _, c := range []struct {
+		glob string
+		want []string
+	}{
+		{"cost*report", nil},
+		{"b*b", []string{"b"}},
+		{"logs*logs", []string{"logs"}},
+		{"aba**aba", []string{"aba", "ababa"}},
+		{`a\*b*b`, []string{"a*b"}},
+		{"metrics", nil},
+		{"*s", nil},
+		{"team-[ab]*b", nil},
+	} {
+		g, err := CompileGlob(c.glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := g.Overlaps()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q: overlaps %q, want %q", c.glob, got, c.want)
+		}
+		for _, name := range got {
+			if !g.Match(name) {
+				t.Errorf("%q: overlap %q is not matched", c.glob, name)
+			}
+		}
+	}
 }

@@ -32,6 +32,9 @@ type agentServerOptions struct {
 	ChunkBytes      int
 	StaleAfter      time.Duration
 	DebugAddress    string
+	// HandshakesPerAddress bounds the connections from one IP address in
+	// their TLS handshake.
+	HandshakesPerAddress int
 
 	// listener and debugListener, when set, are BindAddress and
 	// DebugAddress bound already (gatehouse dev).
@@ -53,6 +56,8 @@ func (o *agentServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StaticTokenFile, "agent-static-token-file", "", `for development only: accept the "TOKEN AGENT-ID" lines of this file instead of TokenReview`)
 	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "", "serve agents the files under this directory as they are (re-read every 2s), instead of building the snapshot")
 	fs.IntVar(&o.ChunkBytes, "agent-chunk-bytes", server.DefaultChunkBytes, "largest piece of file content in one download message")
+	fs.IntVar(&o.HandshakesPerAddress, "agent-max-handshakes-per-address", server.DefaultMaxHandshakesPerAddress,
+		"most connections from one IP address in their TLS handshake at once; more are closed as they come, so one peer cannot keep agents out. Agents connect from their own Pod IPs: raise it only if many share one address (SNAT)")
 	fs.DurationVar(&o.StaleAfter, "agent-stale-after", server.DefaultStaleAfter, "how long a connected agent may go without serving the current version before /debug/agents and gatehouse_agentserver_agents_stale count it as stale")
 	fs.StringVar(&o.DebugAddress, "debug-bind-address", defaultDebugAddress,
 		`address of /debug/agents, the agent registry that gatehouse status reads; loopback by default, since it names Pods and their IPs without authentication: reach it with kubectl port-forward ("0" disables it)`)
@@ -85,6 +90,9 @@ func (o *agentServerOptions) validate() []error {
 	}
 	if o.StaleAfter <= 0 {
 		errs = append(errs, fmt.Errorf("--agent-stale-after %s: want a positive duration", o.StaleAfter))
+	}
+	if o.HandshakesPerAddress < 1 {
+		errs = append(errs, fmt.Errorf("--agent-max-handshakes-per-address %d: want at least 1", o.HandshakesPerAddress))
 	}
 	if o.debugEnabled() {
 		if _, _, err := net.SplitHostPort(o.DebugAddress); err != nil {
@@ -122,10 +130,11 @@ func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Regi
 	srv, err := server.New(server.Options{
 		Authenticator: auth,
 		CertFile:      o.CertFile, KeyFile: o.KeyFile, ClientCAFile: o.ClientCAFile,
-		ChunkBytes: o.ChunkBytes,
-		StaleAfter: o.StaleAfter,
-		Logger:     logger.With("component", "agent-server"),
-		Registerer: reg,
+		ChunkBytes:              o.ChunkBytes,
+		StaleAfter:              o.StaleAfter,
+		MaxHandshakesPerAddress: o.HandshakesPerAddress,
+		Logger:                  logger.With("component", "agent-server"),
+		Registerer:              reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create agent server: %w", err)

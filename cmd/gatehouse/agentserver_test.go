@@ -21,6 +21,7 @@ func TestAgentServerFlags(t *testing.T) {
 		{"registry on all interfaces, on purpose", []string{"--debug-bind-address", ":8090"}, ""},
 		{"registry address without a port", []string{"--debug-bind-address", "localhost"}, `--debug-bind-address "localhost": want host:port`},
 		{"stale bound not positive", []string{"--agent-stale-after", "0s"}, "--agent-stale-after 0s: want a positive duration"},
+		{"no handshake from any address", []string{"--agent-max-handshakes-per-address", "0"}, "--agent-max-handshakes-per-address 0: want at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
@@ -62,7 +63,7 @@ func printServing(w io.Writer, o *devOptions, world *demo.World, stack *devStack
 		}
 	}
 	if d.issuer != nil {
-		fmt.Fprintf(w, "\nMore tokens: %s dev token --user bob --groups qa%s\n", os.Args[0], dirFlag(o.Dir))
+		fmt.Fprintf(w, "\nMore tokens: %s\n", moreTokensCommand(o))
 	}
 	fmt.Fprintf(w, "Edit any file under %s: it takes effect within a second, and the log says which version the controller built,\n", label)
 	fmt.Fprintln(w, "the agent acknowledged (\"snapshot applied\") and the proxy serves. Ctrl-C stops everything.")
@@ -106,6 +107,21 @@ func who(c *demo.Call) string {
 		return c.User
 	}
 	return fmt.Sprintf("%s, groups %s", c.User, strings.Join(c.Groups, ","))
+}
+
+// moreTokensCommand is the gatehouse dev token command for another
+// identity, with every flag of this run a token depends on: the directory
+// (its issuer, audience and groups claim), the namespace its objects are
+// read in, and the issuer's key. A token minted with another key gets 401.
+func moreTokensCommand(o *devOptions) string {
+	cmd := os.Args[0] + " dev token --user bob --groups qa" + dirFlag(o.Dir)
+	if o.IssuerKey != demo.DefaultKeyFile() {
+		cmd += " --issuer-key " + shellQuote(o.IssuerKey)
+	}
+	if o.Namespace != settings.DefaultNamespace {
+		cmd += " --control-plane-namespace " + shellQuote(o.Namespace)
+	}
+	return cmd
 }
 
 func dirFlag(dir string) string {

@@ -196,6 +196,9 @@ func TestDevTourSaysWhatWentOtherwise(t *testing.T) {
 // cancelling (what SIGINT does) stops every part: exit 0, no goroutine of
 // ours left.
 func TestDevServes(t *testing.T) {
+	// A command that forgets --issuer-key would make a key here, not in
+	// the user's cache.
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	dir := examplesOnFreePorts(t)
 	key := filepath.Join(t.TempDir(), "key.pem")
 	policy := filepath.Join(dir, "policy.yaml")
@@ -229,9 +232,13 @@ func TestDevServes(t *testing.T) {
 		t.Fatal("the tour's edit reached the directory being served")
 	}
 
+	// The token comes from the command the banner prints for more tokens,
+	// as a person would run it, for alice instead of bob: it must carry
+	// every flag the token depends on (--issuer-key among them), or the
+	// proxy answers 401 where the policy's 403 is expected.
 	var tok bytes.Buffer
-	if code := run(ctx, []string{"dev", "token", "--user", "alice", "--groups", "dev", "--dir", dir, "--issuer-key", key}, nil, &tok, io.Discard); code != 0 {
-		t.Fatalf("gatehouse dev token: exit %d", code)
+	if code := run(ctx, moreTokensArgs(t, out.String(), "alice", "dev"), nil, &tok, io.Discard); code != 0 {
+		t.Fatalf("the banner's gatehouse dev token: exit %d", code)
 	}
 	post := func() int {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, proxyURL+"/extensions/metrics/api/v1/admin/tsdb/snapshot", nil)
@@ -416,4 +423,69 @@ func TestDevRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// moreTokensArgs reads the "More tokens:" command out of gatehouse dev's
+// banner, as a POSIX shell splits it, with its --user and --groups set to
+// user and groups, and returns its arguments after the program's name.
+func moreTokensArgs(t *testing.T, banner, user, groups string) []string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^More tokens: (.*)$`).FindStringSubmatch(banner)
+	if m == nil {
+		t.Fatalf("the banner has no \"More tokens:\" line:\n%s", banner)
+	}
+	words := shellWords(t, m[1])
+	if len(words) < 3 || words[1] != "dev" || words[2] != "token" {
+		t.Fatalf("the banner's command for more tokens is %q, want gatehouse dev token", m[1])
+	}
+	args := words[1:]
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--user":
+			args[i+1] = user
+		case "--groups":
+			args[i+1] = groups
+		}
+	}
+	return args
+}
+
+// shellWords splits a command line as a POSIX shell does, for the quoting
+// gatehouse dev prints: words between blanks, '...' taken as is.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			word.WriteByte(c)
+		case c == '\'':
+			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			word.WriteByte(line[i])
+			inWord = true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
 }

@@ -2,6 +2,7 @@ package casbin
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/policies"
@@ -121,13 +122,17 @@ func (g *grants) brokenGlob(p policyLine, pat string) {
 // applications converts the object of an "applications, get" line into
 // grants on project and application names (see splitGlob).
 func (g *grants) applications(p policyLine) {
-	pattern, ok := g.m.glob(p.obj)
+	patterns, ok := g.m.globs(p.obj)
 	var two [][]string
-	var err error
-	if ok {
-		two, err = splitGlob(pattern, 2)
+	for _, pattern := range patterns {
+		t, err := splitGlob(pattern, 2)
+		if err != nil {
+			ok = false
+			break
+		}
+		two = appendNew(two, t...)
 	}
-	if !ok || err != nil {
+	if !ok {
 		g.inexact(p, "object", func(r *policies.Role) {
 			r.Applications = append(r.Applications, policies.ApplicationGrant{Effect: p.eft})
 		})
@@ -141,7 +146,7 @@ func (g *grants) applications(p policyLine) {
 	}
 	var three [][]string
 	if p.eft == policies.EffectDeny {
-		three = g.namespacedDenies(p, pattern, two)
+		three = g.namespacedDenies(p, patterns, two)
 	}
 	if len(two) == 0 && len(three) == 0 {
 		g.rep.notConverted(p.Line, p.builtin, "the object %q matches no <project>/<application>, the object Argo CD's extension proxy checks for every Application, in any namespace: this line never applies to extension access", p.obj)
@@ -152,10 +157,14 @@ func (g *grants) applications(p policyLine) {
 // <project>/<namespace>/<application> objects. Argo CD's extension proxy
 // never checks such objects, so there the line denies nothing; Gatehouse
 // applies it to the Applications it names, and reports it.
-func (g *grants) namespacedDenies(p policyLine, pattern string, two [][]string) [][]string {
-	three, err := splitGlob(pattern, 3)
-	if err != nil {
-		return nil
+func (g *grants) namespacedDenies(p policyLine, patterns []string, two [][]string) [][]string {
+	var three [][]string
+	for _, pattern := range patterns {
+		t, err := splitGlob(pattern, 3)
+		if err != nil {
+			return nil
+		}
+		three = appendNew(three, t...)
 	}
 	covered := map[[2]string]bool{}
 	for _, t := range two {
@@ -178,21 +187,33 @@ func (g *grants) namespacedDenies(p policyLine, pattern string, two [][]string) 
 	return three
 }
 
+// appendNew appends the tuples not in list already.
+func appendNew(list [][]string, tuples ...[]string) [][]string {
+	for _, t := range tuples {
+		if !slices.ContainsFunc(list, func(have []string) bool { return slices.Equal(have, t) }) {
+			list = append(list, t)
+		}
+	}
+	return list
+}
+
 // extensions converts the object of an "extensions, invoke" line.
 func (g *grants) extensions(p policyLine) {
-	pattern, ok := g.m.glob(p.obj)
+	patterns, ok := g.m.globs(p.obj)
 	if !ok {
 		g.inexact(p, "extension", func(r *policies.Role) {
 			r.Extensions = append(r.Extensions, policies.ExtensionGrant{Effect: p.eft})
 		})
 		return
 	}
-	if pattern == "" {
+	if patterns[0] == "" {
 		g.rep.notConverted(p.Line, p.builtin, "an empty object matches only an empty extension name: Argo CD never matches this line")
 		return
 	}
 	r := g.role(p.sub)
-	r.Extensions = append(r.Extensions, policies.ExtensionGrant{Extension: orAny(pattern), Effect: effect(p.eft)})
+	for _, pattern := range patterns {
+		r.Extensions = append(r.Extensions, policies.ExtensionGrant{Extension: orAny(pattern), Effect: effect(p.eft)})
+	}
 }
 
 // inexact handles a pattern the import cannot write as grants: an allow is

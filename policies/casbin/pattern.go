@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/gobwas/glob"
 
@@ -68,16 +69,38 @@ func (m matcher) match(pattern, value string) bool {
 	return err == nil && g.Match(value)
 }
 
-// glob returns a glob that matches what pattern matches, for the names
-// Gatehouse compares (no line breaks), or false when it cannot say: a
-// regular expression with no glob, or a glob Gatehouse's matcher reads
-// otherwise than Argo CD's (nspattern.Glob.Plain).
-func (m matcher) glob(pattern string) (string, bool) {
-	if !m.regex {
-		g, err := nspattern.CompileGlob(pattern)
-		return pattern, err == nil && g.Plain()
+// globs returns globs that together match what pattern matches, for the
+// names Gatehouse compares (no line breaks), or false when it cannot say: a
+// regular expression with no glob. A glob is most often itself. Argo CD
+// matches a literal prefix and suffix around stars ("cost*report") by the
+// two alone, so also the names in which they overlap ("b*b" matches "b"):
+// those names follow the glob, each as a glob of its own.
+func (m matcher) globs(pattern string) ([]string, bool) {
+	if m.regex {
+		g, ok := regexToGlob(pattern)
+		return []string{g}, ok
 	}
-	return regexToGlob(pattern)
+	g, err := nspattern.CompileGlob(pattern)
+	if err != nil {
+		return nil, false
+	}
+	out := []string{pattern}
+	for _, name := range g.Overlaps() {
+		out = append(out, escapeGlob(name))
+	}
+	return out, true
+}
+
+// escapeGlob is a glob that matches name alone.
+func escapeGlob(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // matchGlob matches a Gatehouse glob (gobwas, no separators).

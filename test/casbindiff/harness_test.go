@@ -46,7 +46,7 @@ var everyone = world{
 		{"team-b", controlPlane, "secret-db"}, {"team-b", "team-b-ns", "guestbook"},
 		{"default", controlPlane, "prod-app"},
 	},
-	exts: []string{"metrics", "httpbin", "logs"},
+	exts: []string{"metrics", "httpbin", "logs", "cost_report"},
 }
 
 type request struct {

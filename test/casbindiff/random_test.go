@@ -69,7 +69,8 @@ var (
 	globObjects  = []string{"*", "*/*", "team-a/*", "team-b/secret-*", "*/team-a-ns/*", "team-?/*", "*-db", "", "[unclosed",
 		"metrics", "metrics*", "*s", "team-a/guestbook", "*/guestbook", `\*`, "t*a/*", "*/*/*", "team-a/team-a-ns/*",
 		"team-[ab]/*", "*/[!s]*", `"{team-a,default}/*"`, `"{metrics,logs}"`, "h?tpbin", "team-b*", "*a*",
-		"logs*logs", `"{metrics,}"`, `"{,logs}*"`, "team-a/guestbook*guestbook", `metrics\`, "{logs"}
+		"logs*logs", `"{metrics,}"`, `"{,logs}*"`, "team-a/guestbook*guestbook", `metrics\`, "{logs",
+		"cost*report", "metrics*s", "c*t", "team-a/g*k", `co\*st*t`}
 	regexObjects = []string{".*", "^team-a/.*$", "metrics", "^metrics$", "team-(a|b)/.*", "(", "^.+/guestbook$", "s?ecret",
 		"(?i)METRICS", "a+", "", "^team-b/", "logs$", "[a-m]etrics", "^[^/]+/api$", "."}
 	effects = []string{"allow", "allow", "allow", "deny", "deny", "Allow", "maybe"}

@@ -240,8 +240,12 @@ var trickyConfigMaps = []policyCase{
 // Globs Argo CD's gobwas/glob v0.2.3 reads otherwise than Gatehouse's
 // v1.0.0 (see argocd/nspattern): each once found by the random policies.
 var trickyGlobs = []policyCase{
+	// Argo CD's glob library matches a literal prefix and suffix around
+	// stars by the two alone, so also where they overlap ("logs" for
+	// "logs*logs"); the import lists those names as grants of their own,
+	// and decides exactly as Argo CD does.
 	{name: "a deny with overlapping prefix and suffix", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, logs*logs, deny",
-		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: false, our: false}, {user: "alice", app: inCP, ext: "metrics", argo: true, our: false}}},
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: false, our: false}, {user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
 	{name: "a deny with a trailing backslash", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, metrics\\, deny",
 		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
 	{name: "a deny with an unclosed brace", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, {logs, deny",
@@ -249,10 +253,25 @@ var trickyGlobs = []policyCase{
 	{name: "a deny with an empty alternative", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, \"{metrics,}\", deny",
 		pins: []pin{{user: "alice", app: inCP, ext: "metrics", argo: false, our: false}}},
 	{name: "an allow with overlapping prefix and suffix", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, logs*logs, allow",
-		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: false}}},
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: true}, {user: "alice", app: inCP, ext: "logs-logs", argo: true, our: true}, {user: "alice", app: inCP, ext: "log", argo: false, our: false}}},
+	{name: "an allow with an infix glob", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, cost*report, allow",
+		pins: []pin{
+			{user: "alice", app: inCP, ext: "cost_report", argo: true, our: true}, {user: "alice", app: inCP, ext: "cost-report", argo: true, our: true},
+			{user: "alice", app: inCP, ext: "costXreport", argo: true, our: true}, {user: "alice", app: inCP, ext: "costreport", argo: true, our: true},
+			{user: "alice", app: inCP, ext: "cost.report", argo: true, our: true}, {user: "alice", app: inCP, ext: "cost", argo: false, our: false},
+			{user: "alice", app: inCP, ext: "cost_reports", argo: false, our: false}, {user: "alice", app: inCP, ext: "my-cost_report", argo: false, our: false},
+		}},
+	{name: "a deny with an infix glob", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, extensions, invoke, cost*report, deny",
+		pins: []pin{{user: "alice", app: inCP, ext: "cost_report", argo: false, our: false}, {user: "alice", app: inCP, ext: "metrics", argo: true, our: true}}},
+	{name: "overlaps of a prefix with itself, and an escaped star", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, aba*aba, allow\np, alice, extensions, invoke, a\\*b*b, allow",
+		pins: []pin{
+			{user: "alice", app: inCP, ext: "aba", argo: true, our: true}, {user: "alice", app: inCP, ext: "ababa", argo: true, our: true},
+			{user: "alice", app: inCP, ext: "abba", argo: false, our: false},
+			{user: "alice", app: inCP, ext: "a*b", argo: true, our: true}, {user: "alice", app: inCP, ext: "axb", argo: false, our: false},
+		}},
 	{name: "a broken resource in a deny", csv: viewAll + "g, alice, role:view\np, alice, extensions, invoke, *, allow\np, alice, {ext, invoke, *, deny"},
 	{name: "an application object with overlapping prefix and suffix", csv: "p, alice, applications, get, team-a/guestbook*guestbook, allow\np, alice, extensions, invoke, *, allow\np, bob, applications, get, */*, allow\np, bob, extensions, invoke, *, allow\np, bob, applications, get, team-a/guestbook*guestbook, deny",
-		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: false}, {user: "bob", app: inCP, ext: "logs", argo: false, our: false}}},
+		pins: []pin{{user: "alice", app: inCP, ext: "logs", argo: true, our: true}, {user: "bob", app: inCP, ext: "logs", argo: false, our: false}}},
 }
 
 func TestImportAgreesWithArgoCD(t *testing.T) {
