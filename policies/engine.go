@@ -499,9 +499,11 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		}
 		modules[GeneratedModulePath] = mod
 	}
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false)
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false).
+		WithCapabilities(b.Capabilities.OPA())
 	compiler.Compile(modules)
 	if compiler.Failed() {
+		explainUndefined(compiler.Errors, b.Capabilities)
 		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, compiler.Errors)
 	}
 	ref := ast.MustParseRef(query)

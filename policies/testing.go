@@ -2,12 +2,14 @@ package policies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"sort"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
@@ -93,7 +95,12 @@ func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	// The same capabilities as the engine's: a test must not reach the
+	// network or the host either.
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(true).
+		WithCapabilities(b.Capabilities.OPA())
 	runner := tester.NewRunner().
+		SetCompiler(compiler).
 		SetDefaultRegoVersion(regoVersion).
 		SetStore(inmem.NewFromObject(data)).
 		SetModules(modules).
@@ -102,6 +109,9 @@ func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport
 		Filter(opts.Run)
 	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
+		if errs := (ast.Errors)(nil); errors.As(err, &errs) {
+			explainUndefined(errs, b.Capabilities)
+		}
 		return TestReport{}, fmt.Errorf("policy does not compile: %w", err)
 	}
 	var report TestReport
