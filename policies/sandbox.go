@@ -93,7 +93,7 @@ func (l Limits) RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) 
 	if err := resp.err(); err != nil {
 		return TestReport{}, err
 	}
-	report := TestReport{Results: make([]*tester.Result, 0, len(resp.Results))}
+	report := TestReport{Results: make([]*tester.Result, 0, len(resp.Results)), rendered: &resp.Rendered}
 	for _, r := range resp.Results {
 		report.Results = append(report.Results, r.result())
 	}
@@ -143,6 +143,9 @@ type sandboxResponse struct {
 	Error   string       `json:"error,omitempty"`
 	Files   []string     `json:"files,omitempty"`
 	Results []wireResult `json:"results,omitempty"`
+	// Rendered is the test report as TestReport.Write prints it, terse
+	// and verbose: the child has what it prints from (traces, sub-results).
+	Rendered [2]string `json:"rendered"`
 }
 
 func (r *sandboxResponse) err() error {
@@ -241,10 +244,14 @@ func (s *Sandbox) budget() int64 {
 }
 
 // ranOutOfMemory: the Go runtime's fatal error when the data limit stops
-// it ("out of memory", or ENOMEM from a mapping), or a kill (the kernel's OOM killer, which takes the child first).
+// it ("out of memory", ENOMEM from a mapping, or a thread it could not
+// start because its stack would not fit), or a kill (the kernel's OOM
+// killer, which takes the child first).
 func ranOutOfMemory(err error, stderr string) bool {
-	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") {
-		return true
+	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
 	}
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == -1 && strings.Contains(ee.String(), "killed")
@@ -307,6 +314,13 @@ func ServeSandbox(ctx context.Context, r io.Reader, w io.Writer) error {
 		report, checkErr = RunBundleTests(ctx, b, req.Test)
 		for _, res := range report.Results {
 			resp.Results = append(resp.Results, fromResult(res))
+		}
+		for i, verbose := range []bool{false, true} {
+			var out strings.Builder
+			if err := report.Write(&out, verbose); err != nil {
+				return fmt.Errorf("policy sandbox: render the report: %w", err)
+			}
+			resp.Rendered[i] = out.String()
 		}
 	default:
 		return fmt.Errorf("policy sandbox: unknown operation %q", req.Op)

@@ -25,6 +25,9 @@ type TestOptions struct {
 // TestReport is the outcome of RunTests.
 type TestReport struct {
 	Results []*tester.Result
+	// rendered is Write's output, terse and verbose, as the sandbox's
+	// child wrote it from the full results (nil: render Results).
+	rendered *[2]string
 }
 
 // Counts returns how many tests passed, failed (or errored) and were skipped.
@@ -51,6 +54,14 @@ func (r TestReport) OK() bool {
 // Write prints the report as `opa test` does (every test when verbose, else
 // failures and the summary).
 func (r TestReport) Write(w io.Writer, verbose bool) error {
+	if r.rendered != nil {
+		i := 0
+		if verbose {
+			i = 1
+		}
+		_, err := io.WriteString(w, r.rendered[i])
+		return err
+	}
 	ch := make(chan *tester.Result, len(r.Results))
 	for _, res := range r.Results {
 		ch <- res

@@ -71,8 +71,9 @@ type controllerOptions struct {
 	MaxBundleBytes     int64
 	CheckPermissions   bool
 
-	Agents agentServerOptions
-	Log    logflags.Options
+	Agents       agentServerOptions
+	Log          logflags.Options
+	PolicyLimits policyLimitsOptions
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides
@@ -107,6 +108,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
+	o.PolicyLimits.AddFlags(fs, "policy-capabilities-file", "policy-check-memory")
 }
 
 func (o *controllerOptions) Complete(fs *pflag.FlagSet) {
@@ -241,8 +243,12 @@ directory of files as they are.`,
 }
 
 func runController(ctx context.Context, o *controllerOptions, logger *slog.Logger) error {
+	limits, err := o.PolicyLimits.limits()
+	if err != nil {
+		return err
+	}
 	if dir := sourceDir(o.Source); dir != "" {
-		return runDirController(ctx, o, dir, logger)
+		return runDirController(ctx, o, dir, limits, logger)
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	cfg, err := restConfig(o.Kubeconfig)
@@ -321,6 +327,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		Overrides:             o.overrides,
 		Logger:                logger,
 		Registerer:            metrics.Registry,
+		PolicyLimits:          limits,
 	})
 	if err != nil {
 		return err
@@ -332,7 +339,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		// published; gatehouse_controlplane_* metrics show the pipeline.
 		if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
 			Namespace: o.ControlPlaneNamespace, ArtifactNamespace: o.Namespace,
-			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
+			Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes, PolicyLimits: limits},
 			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
 		}); err != nil {
 			return err

@@ -15,12 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // runDirController is `gatehouse controller --source dir:PATH`: the control
 // plane and the agent server with no cluster at all (no webhook, static
 // agent tokens). Development, demos and tests use it.
-func runDirController(ctx context.Context, o *controllerOptions, dir string, logger *slog.Logger) error {
+func runDirController(ctx context.Context, o *controllerOptions, dir string, limits policies.Limits, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	agents, err := newAgentServer(&o.Agents, nil, reg, logger)
@@ -29,7 +30,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	}
 	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
-		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes},
+		Builder:   controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes, PolicyLimits: limits},
 		Publisher: agents, Logger: logger, Registerer: reg,
 	})
 	if err != nil {

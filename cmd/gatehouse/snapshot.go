@@ -25,6 +25,7 @@ type snapshotOptions struct {
 	ApplicationNamespaces string
 	Fetch                 bool
 	MaxBundleBytes        int64
+	PolicyLimits          policyLimitsOptions
 	overrides             settings.Overrides
 }
 
@@ -34,6 +35,7 @@ func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live (Argo CD syntax); default: argocd-cmd-params-cm in the input")
 	fs.BoolVar(&o.Fetch, "fetch", true, "fetch the input's PolicyBundles (with the Secrets and keys of the input); --fetch=false leaves them out, with a warning each")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
+	o.PolicyLimits.AddFlags(fs, "capabilities", "check-memory")
 }
 
 func (o *snapshotOptions) Complete(fs *pflag.FlagSet) {
@@ -74,6 +76,10 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 }
 
 func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
+	limits, err := o.PolicyLimits.limits()
+	if err != nil {
+		return err
+	}
 	st, skipped, err := yamldir.Load(cmd.Context(), dir, o.ControlPlaneNamespace)
 	if err != nil {
 		return err
@@ -85,14 +91,14 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 	if o.Fetch {
 		// PolicyBundles are fetched, verified and compiled as the
 		// controller would, with the Secrets and keys of the same tree.
-		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(), st, o.MaxBundleBytes)
+		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(limits), st, o.MaxBundleBytes)
 	} else {
 		for name := range st.PolicyBundles {
 			fetchProblems = append(fetchProblems, controlplane.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: "NotFetched", Warning: true,
 				Message: "--fetch=false: the bundle is left out of this snapshot"})
 		}
 	}
-	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes})
+	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides, MaxBundleBytes: o.MaxBundleBytes, PolicyLimits: limits})
 	out, err := b.Build(cmd.Context(), st)
 	if err != nil {
 		return err
