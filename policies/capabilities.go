@@ -124,11 +124,6 @@ func (c *Capabilities) String() string {
 	return "the administrator's capabilities file"
 }
 
-// equal reports whether a and b are the same set.
-func (c *Capabilities) equal(o *Capabilities) bool {
-	return bytes.Equal(c.JSON(), o.JSON())
-}
-
 // explainUndefined adds to the compiler's "undefined function X" errors
 // for a builtin Gatehouse leaves out why it is, and what to do, so the
 // message at kubectl apply, in a PolicyBundle's status and in CI says it.

@@ -228,7 +228,7 @@ func (s *Sandbox) run(ctx context.Context, req sandboxRequest, resp *sandboxResp
 	case runErr != nil && ranOutOfMemory(runErr, stderr.String()):
 		return &MemoryBudgetError{Budget: budget}
 	case runErr != nil:
-		return fmt.Errorf("policy sandbox: the check failed (%v): %s", runErr, headLine(stderr.String()))
+		return fmt.Errorf("policy sandbox: the check failed (%w): %s", runErr, headLine(stderr.String()))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), resp); err != nil {
 		return fmt.Errorf("policy sandbox: read the check's answer: %w", err)

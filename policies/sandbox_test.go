@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -15,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(sandboxMemoryEnv) != "" {
 		if err := ServeSandbox(context.Background(), os.Stdin, os.Stdout); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
