@@ -137,6 +137,6 @@ func explainUndefined(errs ast.Errors, c *Capabilities) {
 			continue
 		}
 		e.Message += ": Gatehouse policies may not call builtins that reach the network or the host (" +
-			strings.Join(deniedBuiltins, ", ") + "); an administrator can allow more with --policy-capabilities-file (docs/policy-guide.md)"
+			strings.Join(deniedBuiltins, ", ") + "); an administrator can allow more with a capabilities file (the controller's --policy-capabilities-file, the CLI's --capabilities; docs/policy-guide.md)"
 	}
 }
