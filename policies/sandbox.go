@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -290,7 +291,9 @@ func ServeSandbox(ctx context.Context, r io.Reader, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := limitMemory(budget); err != nil {
+	if raceDetector {
+		go watchHeap(ctx, budget)
+	} else if err := limitMemory(budget); err != nil {
 		return fmt.Errorf("policy sandbox: limit memory to %d bytes: %w", budget, err)
 	}
 	// The collector works hard before the limit is reached, so a policy
@@ -337,4 +340,25 @@ func parseBudget(s string) (int64, error) {
 		return 0, fmt.Errorf("policy sandbox: %s=%q: want the memory budget in bytes (run by gatehouse, not by hand)", sandboxMemoryEnv, s)
 	}
 	return n, nil
+}
+
+// watchHeap is the budget of a race build's child (raceDetector): a
+// sample of the heap every few milliseconds, and an exit saying "out of
+// memory" past the budget. A release build has the kernel's hard limit.
+func watchHeap(ctx context.Context, budget int64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Uint64() > uint64(budget) {
+			fmt.Fprintln(os.Stderr, "policy sandbox: out of memory (heap past the budget)")
+			os.Exit(2)
+		}
+	}
 }
