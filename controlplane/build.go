@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
@@ -23,6 +24,10 @@ type BuilderOptions struct {
 	// (snapshot.LocalTokensArgoCDServer, or LocalTokensServerKey, which puts
 	// server.secretkey into the snapshot; "" is LocalTokensServerKey).
 	LocalTokens string
+	// PolicyLimits are what the policy is checked under: the capabilities
+	// it is compiled with (shipped in the snapshot for the proxies when
+	// not the default) and the sandbox its checks run in.
+	PolicyLimits policies.Limits
 }
 
 // Builder turns a State into snapshot files. It remembers the last good
@@ -48,7 +53,7 @@ type Output struct {
 
 // NewBuilder returns a Builder.
 func NewBuilder(o BuilderOptions) *Builder {
-	return &Builder{o: o, policy: policyCompiler{maxBundleBytes: o.MaxBundleBytes}}
+	return &Builder{o: o, policy: policyCompiler{maxBundleBytes: o.MaxBundleBytes, limits: o.PolicyLimits}}
 }
 
 // Build makes the snapshot for st. The error means the content as a whole

@@ -32,7 +32,7 @@ func bundleArchive(t *testing.T, revision, data string, modules ...policies.Modu
 	if err := policies.WriteTarball(&buf, b, nil, policies.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := source.Verify(context.Background(), "t", buf.Bytes(), nil, 0)
+	v, err := source.Verify(context.Background(), "t", buf.Bytes(), nil, 0, policies.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

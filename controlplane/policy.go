@@ -22,6 +22,7 @@ import (
 // change: unrelated changes cost one comparison.
 type policyCompiler struct {
 	maxBundleBytes int64
+	limits         policies.Limits
 	inputs         *policyInputs // nil before the first build
 	outcome        policyOutcome
 	lastGood       map[string][]byte
@@ -57,7 +58,7 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 		}
 	}
 	if pc.inputs == nil || !in.equal(pc.inputs) {
-		pc.outcome = compilePolicy(ctx, in, pc.maxBundleBytes)
+		pc.outcome = compilePolicy(ctx, in, pc.maxBundleBytes, pc.limits)
 		// A copy: the comparison must not see later edits of these maps.
 		kept := &policyInputs{configMaps: make(map[string]ConfigMap, len(in.configMaps)), artifacts: maps.Clone(in.artifacts)}
 		for name, cm := range in.configMaps {
@@ -75,7 +76,7 @@ func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]by
 // PolicyBundles, in name order, data merged, .rego key k of ConfigMap c as
 // module "c/k", file f of PolicyBundle b as "PolicyBundle/b/f"), compiles
 // and lays out the policy.
-func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64) policyOutcome {
+func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, limits policies.Limits) policyOutcome {
 	var out policyOutcome
 	var sources []policyconfig.Source
 	readable := true
@@ -100,7 +101,7 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64) 
 	if !readable {
 		return out
 	}
-	b, problems, ok := policyconfig.Compile(ctx, sources)
+	b, problems, ok := policyconfig.Compile(ctx, sources, limits)
 	out.problems = append(out.problems, fromPolicyProblems(problems)...)
 	if !ok {
 		return out
@@ -123,7 +124,8 @@ func fromPolicyProblems(ps []policyconfig.Problem) []Problem {
 }
 
 // policyFiles lays the bundle out as the policy directory of the snapshot,
-// which policies.LoadFS reads back.
+// which the proxy reads back with policies.LoadFiles (capabilities
+// included).
 func policyFiles(b policies.Bundle) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, m := range b.Modules {
@@ -140,6 +142,10 @@ func policyFiles(b policies.Bundle) (map[string][]byte, error) {
 	}
 	if string(manifest) != "{}" {
 		files[policies.ManifestFile] = append(manifest, '\n')
+	}
+	// The proxies compile with what the policy was accepted with.
+	if caps := b.Capabilities.JSON(); caps != nil {
+		files[policies.CapabilitiesFile] = caps
 	}
 	return files, nil
 }

@@ -1,9 +1,15 @@
 package controlplane
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // A policy made of several ConfigMaps that is refused names the ConfigMaps
@@ -75,7 +81,7 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := compilePolicy(t.Context(), &policyInputs{configMaps: tt.configMaps}, 0)
+			out := compilePolicy(t.Context(), &policyInputs{configMaps: tt.configMaps}, 0, policies.Limits{})
 			if out.ok {
 				t.Fatal("the policy was accepted")
 			}
@@ -94,5 +100,41 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 				t.Fatalf("problems name %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A policy calling a builtin the capabilities leave out is refused, naming
+// it; with an administrator's file that lists it, the policy ships with
+// the file, so the proxies compile it with the same capabilities.
+func TestPolicyShipsWithItsCapabilities(t *testing.T) {
+	in := &policyInputs{configMaps: map[string]ConfigMap{"team-a": {Labels: map[string]string{LabelPolicy: "true"},
+		Data: map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": false, \"reason\": opa.runtime().version}\n"}}}}
+	out := compilePolicy(t.Context(), in, 0, policies.Limits{})
+	if out.ok || len(out.problems) != 1 || !strings.Contains(out.problems[0].Message, "team-a/policy.rego:3") ||
+		!strings.Contains(out.problems[0].Message, "opa.runtime") {
+		t.Fatalf("with the default capabilities: %+v, want refused naming opa.runtime at team-a/policy.rego:3", out)
+	}
+
+	raw, err := json.Marshal(ast.CapabilitiesForThisVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := policies.ParseCapabilities(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = compilePolicy(t.Context(), in, 0, policies.Limits{Capabilities: caps})
+	if !out.ok {
+		t.Fatalf("with a file listing opa.runtime: %+v", out.problems)
+	}
+	b, err := policies.LoadFiles(out.files, policies.LoadOptions{Capabilities: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Capabilities.IsDefault() {
+		t.Fatalf("the snapshot's policy files %v do not carry the capabilities", slices.Collect(maps.Keys(out.files)))
+	}
+	if err := policies.NewEngine().Load(t.Context(), b); err != nil {
+		t.Errorf("the proxy's engine refuses what the controller accepted: %v", err)
 	}
 }

@@ -38,6 +38,11 @@ type Bundle struct {
 	// no policy module of its own, so the embedded default policy (and, for
 	// tests, its tests) was added.
 	UsesDefaultPolicy bool
+	// Capabilities are the builtins the bundle is compiled against (nil:
+	// DefaultCapabilities). They are the deployment's, never the bundle's
+	// own: LoadFiles reads CapabilitiesFile only with
+	// LoadOptions.Capabilities, for the snapshot the controller wrote.
+	Capabilities *Capabilities
 }
 
 // Module is one Rego source file; Path names it in compiler messages.
@@ -112,6 +117,11 @@ func isIdentifier(s string) bool {
 type LoadOptions struct {
 	// Tests includes *_test.rego files (for RunTests); the engine leaves them out.
 	Tests bool
+	// Capabilities reads CapabilitiesFile at the root into
+	// Bundle.Capabilities: only for a snapshot's policy directory, which
+	// the controller wrote (a bundle's own file would widen what it may
+	// call). Without it the file is ignored.
+	Capabilities bool
 }
 
 // LoadDir reads a bundle directory: every .rego file below it, every
@@ -221,6 +231,14 @@ func (b *Bundle) addFile(rel string, read func() ([]byte, error), opts LoadOptio
 			return err
 		}
 		if err := json.Unmarshal(raw, &b.Manifest); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	case rel == CapabilitiesFile && opts.Capabilities:
+		raw, err := read()
+		if err != nil {
+			return err
+		}
+		if b.Capabilities, err = ParseCapabilities(raw); err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
 	}
@@ -356,6 +374,9 @@ func (b Bundle) Digest() string {
 	manifest, _ := json.Marshal(b.Manifest)
 	fmt.Fprintf(h, "manifest %d\n", len(manifest))
 	h.Write(manifest)
+	caps := b.Capabilities.JSON()
+	fmt.Fprintf(h, "capabilities %d\n", len(caps))
+	h.Write(caps)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -36,6 +36,14 @@ func (e *EvalTimeoutError) Error() string {
 	return fmt.Sprintf("policy evaluation exceeded %v and was stopped", e.Limit)
 }
 
+// EvalMemoryError is the error of an evaluation the engine stopped because
+// the process was past its memory limit while it ran (see memoryGauge).
+type EvalMemoryError struct{}
+
+func (e *EvalMemoryError) Error() string {
+	return "policy evaluation stopped: the process is over its memory limit"
+}
+
 // evalGuard stops one evaluation when the caller's context ends or the
 // engine's bound passes (see minStepsToStop). OPA's evaluator asks it
 // (topdown.Cancel) before every expression and in long-running builtins,
@@ -51,18 +59,30 @@ type evalGuard struct {
 	onDone func()
 
 	// Only the evaluating goroutine touches these.
-	steps    int
-	hardStop time.Time
-	timedOut bool
+	steps       int
+	timeout     time.Duration
+	bound       time.Time
+	hardStop    time.Time
+	timedOut    bool
+	outOfMemory bool
+	memory      memoryGauge
 }
 
 const (
 	guardCtxDone uint32 = 1 << iota
-	guardPastBound
+	// guardSlow: the evaluation has run for slowAfter (or its bound, if
+	// shorter); from then on every question checks the clock and memory.
+	guardSlow
 )
 
-func (g *evalGuard) ctxDone()   { g.state.Or(guardCtxDone) }
-func (g *evalGuard) pastBound() { g.state.Or(guardPastBound) }
+// slowAfter is when an evaluation starts being watched closely: a decision
+// takes tens of microseconds, so one still running after this is a
+// runaway, or waiting for a core, and either way can afford a look at the
+// clock and the process's memory at every expression.
+const slowAfter = 10 * time.Millisecond
+
+func (g *evalGuard) ctxDone() { g.state.Or(guardCtxDone) }
+func (g *evalGuard) slow()    { g.state.Or(guardSlow) }
 
 // Cancel implements topdown.Cancel.
 func (g *evalGuard) Cancel() { g.ctxDone() }
@@ -78,7 +98,17 @@ func (g *evalGuard) Cancelled() bool {
 	if s&guardCtxDone != 0 {
 		return true
 	}
-	if g.steps > minStepsToStop || time.Now().After(g.hardStop) {
+	// Slow: stop it if the process is past its memory limit (a policy
+	// building a huge value would take the proxy down with every other
+	// request), or past the bound as minStepsToStop says.
+	if g.memory.over() {
+		g.outOfMemory = true
+		return true
+	}
+	if g.timeout <= 0 {
+		return false
+	}
+	if now := time.Now(); now.After(g.bound) && (g.steps > minStepsToStop || now.After(g.hardStop)) {
 		g.timedOut = true
 		return true
 	}
@@ -91,26 +121,29 @@ func (g *evalGuard) arm(ctx context.Context, timeout time.Duration) (stopCtx fun
 	if g.onDone == nil {
 		g.onDone = g.ctxDone
 	}
-	g.steps, g.timedOut = 0, false
+	g.steps, g.timedOut, g.outOfMemory, g.timeout = 0, false, false, timeout
 	if ctx.Done() != nil {
 		stopCtx = context.AfterFunc(ctx, g.onDone)
 	}
+	watch := slowAfter
 	if timeout > 0 {
-		g.hardStop = time.Now().Add(hardStopFactor * timeout)
-		if g.timer == nil {
-			g.timer = time.AfterFunc(timeout, g.pastBound)
-		} else {
-			g.timer.Reset(timeout)
-		}
+		now := time.Now()
+		g.bound, g.hardStop = now.Add(timeout), now.Add(hardStopFactor*timeout)
+		watch = min(watch, timeout)
+	}
+	if g.timer == nil {
+		g.timer = time.AfterFunc(watch, g.slow)
+	} else {
+		g.timer.Reset(watch)
 	}
 	return stopCtx
 }
 
 // disarm stops watching and reports whether the guard may watch another
 // evaluation: not once it fired, since its function may still be running.
-func (g *evalGuard) disarm(stopCtx func() bool, timeout time.Duration) (reusable bool) {
+func (g *evalGuard) disarm(stopCtx func() bool) (reusable bool) {
 	reusable = true
-	if timeout > 0 && !g.timer.Stop() {
+	if !g.timer.Stop() {
 		reusable = false
 	}
 	if stopCtx != nil && !stopCtx() {

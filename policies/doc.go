@@ -11,8 +11,15 @@
 // user's roles, the Application's RBAC name and the project checks (Checks),
 // the latter with Argo CD's own pattern matching (argocd/nspattern). Every
 // evaluation is bounded (WithEvalTimeout): one that runs past the bound is
-// stopped and denied. A bundle that does not compile, or whose data.gatehouse
+// stopped and denied, as is one still running while the process is over its
+// Go memory limit. A bundle that does not compile, or whose data.gatehouse
 // document is malformed, is refused and the previous one stays.
+//
+// Every compile (the engine, Check, the test runner) uses the bundle's
+// Capabilities: OPA's builtins without those that reach the network or the
+// host (DeniedBuiltins), or an administrator's file. Limits runs the
+// accept-time checks (CheckSource, RunBundleTests) in a Sandbox: a child
+// process under a memory budget.
 //
 // The admin commands call RunTests (gatehouse policy test), EvalFile and
 // EvalBatch (gatehouse policy eval) and the casbin subpackage (gatehouse

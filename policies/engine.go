@@ -270,6 +270,9 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 			e.timeouts.Add(1)
 			reason = "denied: " + te.Error() + "; ask an administrator to make the policy faster"
 		}
+		if me := (*EvalMemoryError)(nil); errors.As(err, &me) {
+			reason = "denied: " + me.Error() + "; try again, and if it persists ask an administrator"
+		}
 		if !c.enforcing {
 			d = Decision{Allow: true, Shadow: true, Reason: "the policy failed (not enforcing): " + err.Error(), Revision: c.revision}
 			e.logDecision(ctx, &in, d, start, err)
@@ -339,12 +342,15 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value, timeout time.
 		}
 		return nil
 	})
-	reusable := guard.disarm(stopCtx, timeout)
-	timedOut := guard.timedOut
+	reusable := guard.disarm(stopCtx)
+	timedOut, outOfMemory := guard.timedOut, guard.outOfMemory
 	if reusable {
 		c.evalCaches.put(caches)
 	}
-	if err != nil && timedOut {
+	switch {
+	case err != nil && outOfMemory:
+		return nil, &EvalMemoryError{}
+	case err != nil && timedOut:
 		return nil, &EvalTimeoutError{Limit: timeout}
 	}
 	return out, err
@@ -502,9 +508,11 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		}
 		modules[GeneratedModulePath] = mod
 	}
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false)
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false).
+		WithCapabilities(b.Capabilities.OPA())
 	compiler.Compile(modules)
 	if compiler.Failed() {
+		explainUndefined(compiler.Errors, b.Capabilities)
 		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, compiler.Errors)
 	}
 	ref := ast.MustParseRef(query)

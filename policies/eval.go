@@ -33,6 +33,8 @@ const (
 // EvalOptions tune Eval.
 type EvalOptions struct {
 	Explain string
+	// Capabilities the policy is compiled with (nil: DefaultCapabilities).
+	Capabilities *Capabilities
 }
 
 // EvalReport is what `gatehouse policy eval` prints.
@@ -59,6 +61,7 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, opts EvalOptions
 	if err != nil {
 		return nil, err
 	}
+	b.Capabilities = opts.Capabilities
 	raw, err := os.ReadFile(inputFile)
 	if err != nil {
 		return nil, fmt.Errorf("read input: %w", err)

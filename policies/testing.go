@@ -2,12 +2,14 @@ package policies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"sort"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
@@ -23,6 +25,9 @@ type TestOptions struct {
 // TestReport is the outcome of RunTests.
 type TestReport struct {
 	Results []*tester.Result
+	// rendered is Write's output, terse and verbose, as the sandbox's
+	// child wrote it from the full results (nil: render Results).
+	rendered *[2]string
 }
 
 // Counts returns how many tests passed, failed (or errored) and were skipped.
@@ -49,6 +54,14 @@ func (r TestReport) OK() bool {
 // Write prints the report as `opa test` does (every test when verbose, else
 // failures and the summary).
 func (r TestReport) Write(w io.Writer, verbose bool) error {
+	if r.rendered != nil {
+		i := 0
+		if verbose {
+			i = 1
+		}
+		_, err := io.WriteString(w, r.rendered[i])
+		return err
+	}
 	ch := make(chan *tester.Result, len(r.Results))
 	for _, res := range r.Results {
 		ch <- res
@@ -93,7 +106,12 @@ func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	// The same capabilities as the engine's: a test must not reach the
+	// network or the host either.
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(true).
+		WithCapabilities(b.Capabilities.OPA())
 	runner := tester.NewRunner().
+		SetCompiler(compiler).
 		SetDefaultRegoVersion(regoVersion).
 		SetStore(inmem.NewFromObject(data)).
 		SetModules(modules).
@@ -102,6 +120,9 @@ func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport
 		Filter(opts.Run)
 	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
+		if errs := (ast.Errors)(nil); errors.As(err, &errs) {
+			explainUndefined(errs, b.Capabilities)
+		}
 		return TestReport{}, fmt.Errorf("policy does not compile: %w", err)
 	}
 	var report TestReport

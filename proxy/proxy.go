@@ -253,7 +253,10 @@ func policyBundle(files map[string][]byte, shadow bool) (policies.Bundle, error)
 	b := policies.DefaultBundle(nil)
 	if len(files) > 0 {
 		var err error
-		if b, err = policies.LoadFiles(files, policies.LoadOptions{}); err != nil {
+		// Capabilities: the file the controller wrote, when an
+		// administrator gave one, so the proxy compiles with what the
+		// policy was accepted with.
+		if b, err = policies.LoadFiles(files, policies.LoadOptions{Capabilities: true}); err != nil {
 			return policies.Bundle{}, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // AdmitOptions configure an offline evaluation (`gatehouse admit`).
@@ -29,6 +30,8 @@ type AdmitOptions struct {
 	Stdin io.Reader
 	// Read bounds the input; its Stdin is ignored.
 	Read kubeyaml.Options
+	// PolicyLimits are what policy ConfigMaps are checked under.
+	PolicyLimits policies.Limits
 }
 
 // AdmitResult is the verdict on one object of the input.
@@ -101,7 +104,7 @@ func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, 
 	}
 	rules := NewRules(func() *settings.Settings { return s }, cluster)
 	rules.patterns = nspattern.NewRunCache()
-	config := NewConfigRules(o.ControlPlaneNamespace, sel.objects())
+	config := NewConfigRules(o.ControlPlaneNamespace, sel.objects(), o.PolicyLimits)
 	results := make([]AdmitResult, 0, len(sel.entries))
 	for _, e := range sel.entries {
 		r, err := admitOne(ctx, rules, config, cluster, e, o.DefaultNamespace)

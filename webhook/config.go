@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/controlplane/policyconfig"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // LabelPolicy marks a policy ConfigMap.
@@ -47,11 +48,15 @@ type ConfigObjects struct {
 type ConfigRules struct {
 	controlPlane string
 	objects      ConfigObjects
+	limits       policies.Limits
 }
 
 // NewConfigRules returns the rules for objects of controlPlaneNamespace.
-func NewConfigRules(controlPlaneNamespace string, objects ConfigObjects) *ConfigRules {
-	return &ConfigRules{controlPlane: controlPlaneNamespace, objects: objects}
+// A policy ConfigMap is checked under limits, as the builder checks it: the
+// same capabilities, and (with a sandbox) in a memory-bounded child, so a
+// policy cannot take the webhook down.
+func NewConfigRules(controlPlaneNamespace string, objects ConfigObjects, limits policies.Limits) *ConfigRules {
+	return &ConfigRules{controlPlane: controlPlaneNamespace, objects: objects, limits: limits}
 }
 
 // PolicyBundle reviews a PolicyBundle.
@@ -181,7 +186,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	}
 	// Alone, as it would be compiled if it were the only policy ConfigMap:
 	// what does not compile is refused.
-	_, problems, ok = policyconfig.Compile(ctx, []policyconfig.Source{src})
+	_, problems, ok = policyconfig.Compile(ctx, []policyconfig.Source{src}, r.limits)
 	if !ok {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {

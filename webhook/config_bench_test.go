@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkPolicyConfigMapReview(b *testing.B) {
 	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"","version":"v1","kind":"ConfigMap"},` +
 		`"namespace":"argocd","name":"team-grants","operation":"CREATE","userInfo":{"username":"admin"},"object":` + string(obj) + `}}`
 	other := configMap("team-policy", policyLabel, map[string]string{"data.json": `{"gatehouse": {"config": {"defaultRoles": ["role:readonly"]}}}`})
-	h := NewConfigMapHandler(HandlerOptions{Logger: slog.New(slog.DiscardHandler)}, NewConfigRules("argocd", objects([]corev1.ConfigMap{other}, nil)))
+	h := NewConfigMapHandler(HandlerOptions{Logger: slog.New(slog.DiscardHandler)}, NewConfigRules("argocd", objects([]corev1.ConfigMap{other}, nil), policies.Limits{}))
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, PathConfigMaps, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

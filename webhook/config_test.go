@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // objects is a cluster of ConfigMaps and Secrets in "argocd".
@@ -62,7 +67,7 @@ var policyLabel = map[string]string{LabelPolicy: "true"}
 func TestPolicyBundleRules(t *testing.T) {
 	rules := NewConfigRules("argocd", objects(
 		[]corev1.ConfigMap{configMap("keys", nil, map[string]string{"signer.pem": "x"})},
-		[]corev1.Secret{secret("registry", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson"), secret("web", corev1.SecretTypeOpaque, "authorization")}))
+		[]corev1.Secret{secret("registry", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson"), secret("web", corev1.SecretTypeOpaque, "authorization")}), policies.Limits{})
 	pb := func(ns string, spec gatehousev1.PolicyBundleSpec) *gatehousev1.PolicyBundle {
 		return &gatehousev1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Name: "extensions", Namespace: ns}, Spec: spec}
 	}
@@ -94,7 +99,7 @@ func TestPolicyBundleRules(t *testing.T) {
 
 func TestConfigMapRules(t *testing.T) {
 	existing := []corev1.ConfigMap{configMap("team-b", policyLabel, map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"bob": ["role:b"]}}}}`})}
-	rules := NewConfigRules("argocd", objects(existing, []corev1.Secret{secret("argocd-secret", corev1.SecretTypeOpaque, "metrics.token")}))
+	rules := NewConfigRules("argocd", objects(existing, []corev1.Secret{secret("argocd-secret", corev1.SecretTypeOpaque, "metrics.token")}), policies.Limits{})
 	ext := func(url, header string) string {
 		return "extensions:\n- name: metrics\n  backend:\n    services:\n    - url: " + url + "\n      headers:\n      - name: Authorization\n        value: '" + header + "'\n"
 	}
@@ -151,7 +156,7 @@ func checkConfigVerdict(t *testing.T, v Verdict, err error, allowed bool, says s
 }
 
 func TestConfigHandlersCheckTheGroup(t *testing.T) {
-	rules := NewConfigRules("argocd", ConfigObjects{})
+	rules := NewConfigRules("argocd", ConfigObjects{}, policies.Limits{})
 	o := HandlerOptions{Logger: slog.New(slog.DiscardHandler)}
 	obj, _ := json.Marshal(configMap("team-a", policyLabel, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"}))
 	review := func(group, kind string) string {
@@ -166,4 +171,34 @@ func TestConfigHandlersCheckTheGroup(t *testing.T) {
 	if a.response.Allowed || !strings.Contains(a.response.Status.Message, "this webhook reviews PolicyBundle.gatehouse.io, got ConfigMap.") {
 		t.Fatalf("a ConfigMap sent to the PolicyBundle endpoint: %s", a.body)
 	}
+}
+
+// kubectl apply of a policy ConfigMap that calls the network or the host
+// is refused, naming the builtin and the file and line, and nothing is
+// sent; an administrator's capabilities file that lists the builtin lets
+// it through.
+func TestPolicyConfigMapCallingTheNetworkIsRefused(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	cm := configMap("team-a", policyLabel, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": true, \"reason\": http.send({\"method\": \"GET\", \"url\": \"" + srv.URL + "\"}).raw_body}\n"})
+	v, err := NewConfigRules("argocd", ConfigObjects{}, policies.Limits{}).ConfigMap(context.Background(), Create, &cm)
+	checkConfigVerdict(t, v, err, false, "team-a/policy.rego:3")
+	if !strings.Contains(v.Reason, "undefined function http.send") {
+		t.Errorf("the denial %q does not name http.send", v.Reason)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the review made %d requests, want 0", n)
+	}
+
+	raw, err := json.Marshal(ast.CapabilitiesForThisVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := policies.ParseCapabilities(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = NewConfigRules("argocd", ConfigObjects{}, policies.Limits{Capabilities: caps}).ConfigMap(context.Background(), Create, &cm)
+	checkConfigVerdict(t, v, err, true, "")
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // InstallOptions configure Install.
@@ -20,6 +21,9 @@ type InstallOptions struct {
 	Overrides             settings.Overrides
 	Logger                *slog.Logger
 	Registerer            prometheus.Registerer
+	// PolicyLimits are what policy ConfigMaps are checked under: the
+	// controller's, so the webhook refuses what the builder would.
+	PolicyLimits policies.Limits
 }
 
 // Install wires the admission webhook into a manager that has not started:
@@ -46,7 +50,7 @@ func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[st
 	srv := mgr.GetWebhookServer()
 	srv.Register(PathApplications, NewApplicationHandler(hopts))
 	srv.Register(PathAppProjects, NewAppProjectHandler(hopts))
-	config := NewConfigRules(o.ControlPlaneNamespace, managerObjects(mgr, o.ControlPlaneNamespace))
+	config := NewConfigRules(o.ControlPlaneNamespace, managerObjects(mgr, o.ControlPlaneNamespace), o.PolicyLimits)
 	srv.Register(PathPolicyBundles, NewPolicyBundleHandler(hopts, config))
 	srv.Register(PathConfigMaps, NewConfigMapHandler(hopts, config))
 	return map[string]healthz.Checker{

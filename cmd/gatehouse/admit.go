@@ -22,6 +22,7 @@ type admitOptions struct {
 	Namespace             string
 	ApplicationNamespaces string
 	TrackingMethod        string
+	PolicyLimits          policyLimitsOptions
 	overrides             settings.Overrides
 }
 
@@ -31,6 +32,7 @@ func (o *admitOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Namespace, "namespace", "n", "", "namespace for objects that name none, as with kubectl apply -n (default: the control-plane namespace)")
 	fs.StringVar(&o.ApplicationNamespaces, "application-namespaces", "", "namespaces where Applications may live (Argo CD syntax); default: argocd-cmd-params-cm in the input, else none")
 	fs.StringVar(&o.TrackingMethod, "tracking-method", "", "annotation, label or annotation+label; default: argocd-cm in the input, else annotation")
+	o.PolicyLimits.AddFlags(fs, "policy-capabilities-file", "policy-check-memory")
 }
 
 func (o *admitOptions) Complete(fs *pflag.FlagSet) {
@@ -94,7 +96,12 @@ holding no object at all.`,
 }
 
 func runAdmit(cmd *cobra.Command, o *admitOptions) error {
+	limits, err := o.PolicyLimits.limits()
+	if err != nil {
+		return err
+	}
 	results, notes, err := webhook.Admit(cmd.Context(), o.Files, webhook.AdmitOptions{
+		PolicyLimits:          limits,
 		ControlPlaneNamespace: o.ControlPlaneNamespace,
 		DefaultNamespace:      o.Namespace,
 		Overrides:             o.overrides,

@@ -72,8 +72,9 @@ type controllerOptions struct {
 	CheckPermissions   bool
 	TokenCheck         string
 
-	Agents agentServerOptions
-	Log    logflags.Options
+	Agents       agentServerOptions
+	Log          logflags.Options
+	PolicyLimits policyLimitsOptions
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides
@@ -109,6 +110,7 @@ func (o *controllerOptions) AddFlags(fs *pflag.FlagSet) {
 	addTokenCheckFlag(fs, &o.TokenCheck)
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
+	o.PolicyLimits.AddFlags(fs, "policy-capabilities-file", "policy-check-memory")
 }
 
 func (o *controllerOptions) Complete(fs *pflag.FlagSet) {
@@ -246,8 +248,12 @@ directory of files as they are.`,
 }
 
 func runController(ctx context.Context, o *controllerOptions, logger *slog.Logger) error {
+	limits, err := o.PolicyLimits.limits()
+	if err != nil {
+		return err
+	}
 	if dir := sourceDir(o.Source); dir != "" {
-		return runDirController(ctx, o, dir, logger)
+		return runDirController(ctx, o, dir, limits, logger)
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	cfg, err := restConfig(o.Kubeconfig)
@@ -326,6 +332,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		Overrides:             o.overrides,
 		Logger:                logger,
 		Registerer:            metrics.Registry,
+		PolicyLimits:          limits,
 	})
 	if err != nil {
 		return err
@@ -337,7 +344,7 @@ func runController(ctx context.Context, o *controllerOptions, logger *slog.Logge
 		// published; gatehouse_controlplane_* metrics show the pipeline.
 		if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
 			Namespace: o.ControlPlaneNamespace, ArtifactNamespace: o.Namespace,
-			Builder:   o.builderOptions(),
+			Builder:   o.builderOptions(limits),
 			Publisher: agents, Logger: logger, Registerer: metrics.Registry,
 		}); err != nil {
 			return err
@@ -481,8 +488,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // builderOptions are the snapshot builder's options from the flags, which
 // Validate has checked.
-func (o *controllerOptions) builderOptions() controlplane.BuilderOptions {
+func (o *controllerOptions) builderOptions(limits policies.Limits) controlplane.BuilderOptions {
 	mode, _ := localTokensMode(o.TokenCheck)
 	return controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides,
-		MaxBundleBytes: o.MaxBundleBytes, LocalTokens: mode}
+		MaxBundleBytes: o.MaxBundleBytes, LocalTokens: mode, PolicyLimits: limits}
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // runDirController is `gatehouse controller --source dir:PATH`: the control
 // plane and the agent server with no cluster at all (no webhook, static
 // agent tokens). Development, demos and tests use it.
-func runDirController(ctx context.Context, o *controllerOptions, dir string, logger *slog.Logger) error {
+func runDirController(ctx context.Context, o *controllerOptions, dir string, limits policies.Limits, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	agents, err := newAgentServer(&o.Agents, nil, reg, logger)
@@ -27,7 +29,7 @@ func runDirController(ctx context.Context, o *controllerOptions, dir string, log
 	}
 	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
-		Builder:   o.builderOptions(),
+		Builder:   o.builderOptions(limits),
 		Publisher: agents, Logger: logger, Registerer: reg,
 	})
 	if err != nil {

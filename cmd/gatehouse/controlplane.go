@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
+	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
 // sourceKubernetes is the --source that reads the cluster.
@@ -83,9 +84,10 @@ func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced fu
 	})
 }
 
-// newFetcher is the PolicyBundle fetcher of the controller.
-func newFetcher() *source.Fetcher {
-	return source.NewFetcher(source.Options{UserAgent: "gatehouse-controller"})
+// newFetcher is the PolicyBundle fetcher of the controller; it verifies
+// what it fetches under limits.
+func newFetcher(limits policies.Limits) *source.Fetcher {
+	return source.NewFetcher(source.Options{UserAgent: "gatehouse-controller", PolicyLimits: limits})
 }
 
 // installKubeControlPlane feeds the control plane from the manager's cache;
@@ -105,7 +107,7 @@ func installKubeControlPlane(ctx context.Context, mgr manager.Manager, o control
 	// those (WatchBundles).
 	recorder := mgr.GetEventRecorder("gatehouse-controller")
 	rec, err := kube.NewBundleReconciler(kube.BundleReconcilerOptions{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: newFetcher(), Recorder: recorder,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fetcher: newFetcher(o.Builder.PolicyLimits), Recorder: recorder,
 		Logger:                o.Logger.With("component", "policy-bundles"),
 		ControlPlaneNamespace: o.Namespace, Namespace: o.ArtifactNamespace, MaxBundleBytes: o.Builder.MaxBundleBytes,
 		Registerer: o.Registerer,
@@ -143,7 +145,7 @@ func runDirControlPlane(dir string, o controlPlaneOptions) (ready func(*http.Req
 	if err != nil {
 		return nil, nil, err
 	}
-	bundles := controlplane.NewBundleSyncer(store, newFetcher(), o.Builder.MaxBundleBytes, o.Logger.With("component", "policy-bundles"))
+	bundles := controlplane.NewBundleSyncer(store, newFetcher(o.Builder.PolicyLimits), o.Builder.MaxBundleBytes, o.Logger.With("component", "policy-bundles"))
 	c, err := newControlPlane(o, store, src.Synced, nil, nil)
 	if err != nil {
 		return nil, nil, err

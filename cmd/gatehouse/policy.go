@@ -30,6 +30,7 @@ writes a starting point.`,
 func newPolicyTestCommand() *cobra.Command {
 	var run string
 	var verbose bool
+	var lo policyLimitsOptions
 	cmd := &cobra.Command{
 		Use:   "test DIR",
 		Short: "Run a policy's Rego tests (*_test.rego) with OPA's test runner",
@@ -45,7 +46,15 @@ cannot be read or does not compile.`,
 			if _, err := regexp.Compile(run); err != nil {
 				return fmt.Errorf("--run %q is not a regular expression: %w", run, err)
 			}
-			rep, err := policies.RunTests(cmd.Context(), args[0], policies.TestOptions{Run: run})
+			limits, err := lo.limits()
+			if err != nil {
+				return err
+			}
+			b, err := policies.LoadDir(args[0], policies.LoadOptions{Tests: true})
+			if err != nil {
+				return err
+			}
+			rep, err := limits.RunBundleTests(cmd.Context(), b, policies.TestOptions{Run: run})
 			if err != nil {
 				return err
 			}
@@ -60,6 +69,7 @@ cannot be read or does not compile.`,
 	}
 	cmd.Flags().StringVar(&run, "run", "", "only tests whose name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every test, not only failures")
+	lo.AddFlags(cmd.Flags(), "capabilities", "check-memory")
 	return cmd
 }
 

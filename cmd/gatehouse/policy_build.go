@@ -25,6 +25,7 @@ type policyBuildOptions struct {
 	SigningAlgorithm string
 	Run              string
 	Verbose          bool
+	Limits           policyLimitsOptions
 }
 
 func (o *policyBuildOptions) AddFlags(fs *pflag.FlagSet) {
@@ -34,6 +35,7 @@ func (o *policyBuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SigningAlgorithm, "signing-alg", "", "signature algorithm (default: RS256 for an RSA key, ES256/384/512 by ECDSA curve)")
 	fs.StringVar(&o.Run, "run", "", "run only tests whose name matches this regular expression")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "print every test, not only failures")
+	o.Limits.AddFlags(fs, "capabilities", "check-memory")
 }
 
 func newPolicyBuildCommand() *cobra.Command {
@@ -70,6 +72,10 @@ Exit status: 0 built, 1 a test failed, 2 anything else.`,
 func runPolicyBuild(cmd *cobra.Command, o *policyBuildOptions, dir string) error {
 	ctx := cmd.Context()
 	w := cmd.OutOrStdout()
+	limits, err := o.Limits.limits()
+	if err != nil {
+		return err
+	}
 	loaded, err := policies.LoadDir(dir, policies.LoadOptions{Tests: true})
 	if err != nil {
 		return err
@@ -101,7 +107,7 @@ func runPolicyBuild(cmd *cobra.Command, o *policyBuildOptions, dir string) error
 			withDefault.Modules = policies.DefaultBundle(nil).Modules
 		}
 		withDefault.Modules = append(append([]policies.Module(nil), withDefault.Modules...), tests...)
-		rep, err := policies.RunBundleTests(ctx, withDefault, policies.TestOptions{Run: o.Run})
+		rep, err := limits.RunBundleTests(ctx, withDefault, policies.TestOptions{Run: o.Run})
 		if err != nil {
 			return err
 		}
@@ -129,7 +135,7 @@ func runPolicyBuild(cmd *cobra.Command, o *policyBuildOptions, dir string) error
 		key = &policies.VerificationKey{PEM: pub, Algorithm: o.SigningAlgorithm}
 	}
 	name := strings.TrimSuffix(filepath.Base(filepath.Clean(dir)), string(filepath.Separator))
-	v, err := source.Verify(ctx, name, buf.Bytes(), key, 0)
+	v, err := source.Verify(ctx, name, buf.Bytes(), key, 0, limits)
 	if err != nil {
 		return fmt.Errorf("the built bundle would be refused: %w", err)
 	}

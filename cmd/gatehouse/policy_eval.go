@@ -20,6 +20,7 @@ type policyEvalOptions struct {
 	Inputs     string
 	Explain    string
 	FailOnDeny bool
+	Limits     policyLimitsOptions
 }
 
 func (o *policyEvalOptions) AddFlags(fs *pflag.FlagSet) {
@@ -29,6 +30,7 @@ func (o *policyEvalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Explain, "explain", "", `explain the decision: "notes", "fails" or "full" (with --input)`)
 	fs.Lookup("explain").NoOptDefVal = policies.ExplainNotes
 	fs.BoolVar(&o.FailOnDeny, "fail-on-deny", false, "exit 1 if any decision denies")
+	o.Limits.AddCapabilitiesFlag(fs)
 }
 
 func (o *policyEvalOptions) Validate() error {
@@ -85,7 +87,11 @@ Exit status: 0 every input decided (none denied, with --fail-on-deny);
 			if o.Inputs != "" {
 				return runPolicyEvalBatch(cmd, o)
 			}
-			rep, err := policies.EvalFile(cmd.Context(), o.Policy, o.Input, policies.EvalOptions{Explain: o.Explain})
+			caps, err := o.Limits.capabilities()
+			if err != nil {
+				return err
+			}
+			rep, err := policies.EvalFile(cmd.Context(), o.Policy, o.Input, policies.EvalOptions{Explain: o.Explain, Capabilities: caps})
 			if err != nil {
 				return err
 			}
@@ -105,6 +111,9 @@ Exit status: 0 every input decided (none denied, with --fail-on-deny);
 func runPolicyEvalBatch(cmd *cobra.Command, o *policyEvalOptions) error {
 	b, err := policies.LoadDir(o.Policy, policies.LoadOptions{})
 	if err != nil {
+		return err
+	}
+	if b.Capabilities, err = o.Limits.capabilities(); err != nil {
 		return err
 	}
 	r := cmd.InOrStdin()

@@ -31,7 +31,7 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), newPolicyCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand())
+	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), newPolicyCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), newPolicySandboxCommand())
 	return root
 }
 

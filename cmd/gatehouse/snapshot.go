@@ -26,6 +26,7 @@ type snapshotOptions struct {
 	Fetch                 bool
 	MaxBundleBytes        int64
 	TokenCheck            string
+	PolicyLimits          policyLimitsOptions
 	overrides             settings.Overrides
 }
 
@@ -36,6 +37,7 @@ func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Fetch, "fetch", true, "fetch the input's PolicyBundles (with the Secrets and keys of the input); --fetch=false leaves them out, with a warning each")
 	fs.Int64Var(&o.MaxBundleBytes, "policy-bundle-max-bytes", policies.DefaultMaxBundleBytes, "largest decompressed size of a PolicyBundle, in bytes")
 	addTokenCheckFlag(fs, &o.TokenCheck)
+	o.PolicyLimits.AddFlags(fs, "capabilities", "check-memory")
 }
 
 func (o *snapshotOptions) Complete(fs *pflag.FlagSet) {
@@ -80,6 +82,10 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 	if err != nil {
 		return err
 	}
+	limits, err := o.PolicyLimits.limits()
+	if err != nil {
+		return err
+	}
 	st, skipped, err := yamldir.Load(cmd.Context(), dir, o.ControlPlaneNamespace)
 	if err != nil {
 		return err
@@ -91,7 +97,7 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 	if o.Fetch {
 		// PolicyBundles are fetched, verified and compiled as the
 		// controller would, with the Secrets and keys of the same tree.
-		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(), st, o.MaxBundleBytes)
+		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(limits), st, o.MaxBundleBytes)
 	} else {
 		for name := range st.PolicyBundles {
 			fetchProblems = append(fetchProblems, controlplane.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: "NotFetched", Warning: true,
@@ -99,7 +105,7 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 		}
 	}
 	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides,
-		MaxBundleBytes: o.MaxBundleBytes, LocalTokens: mode})
+		MaxBundleBytes: o.MaxBundleBytes, LocalTokens: mode, PolicyLimits: limits})
 	out, err := b.Build(cmd.Context(), st)
 	if err != nil {
 		return err

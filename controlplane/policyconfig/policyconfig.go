@@ -365,13 +365,16 @@ func mergeManifests(sources []Source, out *policies.Manifest, conflict func(Sour
 }
 
 // Compile assembles the sources and compiles the result as the proxies
-// will. Each source gets the compiler's message when it fails.
-func Compile(ctx context.Context, sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
+// will, under limits (their capabilities, and the sandbox the check runs
+// in). Each source gets the compiler's message when it fails. The bundle
+// carries limits' capabilities, for the snapshot.
+func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ policies.Bundle, _ []Problem, ok bool) {
 	b, problems, ok := Assemble(sources)
+	b.Capabilities = limits.Capabilities
 	if !ok {
 		return b, problems, false
 	}
-	if _, err := policies.CheckSource(ctx, b); err != nil {
+	if _, err := limits.CheckSource(ctx, b); err != nil {
 		for _, s := range atFault(sources, err) {
 			reason := ReasonInvalidPolicy
 			if s.Kind == KindPolicyBundle {

@@ -216,7 +216,7 @@ func TestAssembleLeavesSourcesAsRead(t *testing.T) {
 
 func TestCompileNamesTheFileAndLine(t *testing.T) {
 	s := configMap(t, "broken", map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"})
-	_, problems, ok := Compile(context.Background(), []Source{s})
+	_, problems, ok := Compile(context.Background(), []Source{s}, policies.Limits{})
 	if ok || len(problems) != 1 || !strings.Contains(problems[0].Message, "broken/policy.rego:3") {
 		t.Fatalf("got %+v: want the compiler's file:line", problems)
 	}

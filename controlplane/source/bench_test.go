@@ -63,7 +63,7 @@ func BenchmarkPull(b *testing.B) {
 	})
 	b.Run("verify-only-1MiB", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := Verify(ctx, "grants", bundle, nil, 0); err != nil {
+			if _, err := Verify(ctx, "grants", bundle, nil, 0, policies.Limits{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -64,6 +64,8 @@ type Options struct {
 	RootCAs *x509.CertPool
 	// UserAgent of every request.
 	UserAgent string
+	// PolicyLimits are what Pull verifies a bundle under (Verify).
+	PolicyLimits policies.Limits
 }
 
 // Fetcher fetches artifacts. It keeps one HTTP client per TLS setting, so

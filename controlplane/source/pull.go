@@ -33,7 +33,7 @@ func (f *Fetcher) Pull(ctx context.Context, name string, req Request, key *polic
 	if res.Unchanged {
 		return Pulled{Unchanged: true}, nil
 	}
-	v, err := Verify(ctx, name, res.Artifact.Data, key, req.MaxBytes)
+	v, err := Verify(ctx, name, res.Artifact.Data, key, req.MaxBytes, f.o.PolicyLimits)
 	if err != nil {
 		return Pulled{}, err
 	}
@@ -49,10 +49,11 @@ type Verified struct {
 
 // Verify reads an artifact as an OPA bundle within the size limit, checks
 // its signature when key is set, compiles it alone (as the proxies would if
-// it were the only policy) and runs the Rego tests it ships. Errors are
-// *Error: TooLarge, InvalidBundle, SignatureInvalid, CompileFailed or
-// TestsFailed.
-func Verify(ctx context.Context, name string, data []byte, key *policies.VerificationKey, maxBytes int64) (*Verified, error) {
+// it were the only policy) and runs the Rego tests it ships, both under
+// limits (the capabilities, and the memory-bounded sandbox they run in).
+// Errors are *Error: TooLarge, InvalidBundle, SignatureInvalid,
+// CompileFailed or TestsFailed.
+func Verify(ctx context.Context, name string, data []byte, key *policies.VerificationKey, maxBytes int64, limits policies.Limits) (*Verified, error) {
 	t, err := policies.ReadTarball(data, policies.TarballOptions{MaxBytes: maxBytes, Key: key})
 	switch {
 	case errors.Is(err, policies.ErrTooLarge):
@@ -67,7 +68,7 @@ func Verify(ctx context.Context, name string, data []byte, key *policies.Verific
 		v.Warnings = append(v.Warnings, "the bundle is signed, but its signature is not checked: set spec.verification to require it")
 	}
 	src := policyconfig.FromTarball(name, t)
-	b, problems, ok := policyconfig.Compile(ctx, []policyconfig.Source{src})
+	b, problems, ok := policyconfig.Compile(ctx, []policyconfig.Source{src}, limits)
 	if !ok {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {
@@ -76,7 +77,7 @@ func Verify(ctx context.Context, name string, data []byte, key *policies.Verific
 		return nil, errorf(gatehousev1.ReasonCompileFailed, "%s", strings.Join(msgs, "; "))
 	}
 	if len(src.Tests) > 0 {
-		if err := runTests(ctx, b, src.Tests); err != nil {
+		if err := runTests(ctx, b, src.Tests, limits); err != nil {
 			return nil, err
 		}
 	}
@@ -85,10 +86,10 @@ func Verify(ctx context.Context, name string, data []byte, key *policies.Verific
 
 // runTests runs the bundle's tests against it (or against the default
 // policy, for a bundle of data alone).
-func runTests(ctx context.Context, b policies.Bundle, tests []policies.Module) error {
+func runTests(ctx context.Context, b policies.Bundle, tests []policies.Module, limits policies.Limits) error {
 	withTests := b
 	withTests.Modules = append(append([]policies.Module(nil), b.Modules...), tests...)
-	rep, err := policies.RunBundleTests(ctx, withTests, policies.TestOptions{})
+	rep, err := limits.RunBundleTests(ctx, withTests, policies.TestOptions{})
 	if err != nil {
 		return errorf(gatehousev1.ReasonTestsFailed, "the bundle's tests do not run: %v", err)
 	}

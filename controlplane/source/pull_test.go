@@ -51,7 +51,7 @@ func TestVerify(t *testing.T) {
 			if tc.key != nil {
 				key = &policies.VerificationKey{PEM: tc.key}
 			}
-			v, err := Verify(context.Background(), "pb", tc.data, key, tc.max)
+			v, err := Verify(context.Background(), "pb", tc.data, key, tc.max, policies.Limits{})
 			if tc.reason != "" {
 				if Reason(err) != tc.reason || !strings.Contains(err.Error(), tc.says) {
 					t.Fatalf("got %v (%s), want %s saying %q", err, Reason(err), tc.reason, tc.says)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gatehouse-dev/gatehouse/memflags"
+	"github.com/gatehouse-dev/gatehouse/policies"
+)
+
+// policyLimitsOptions are the flags every command that accepts a policy
+// shares (the controller, snapshot, admit, policy test|build|eval): the
+// capabilities it is compiled with and the memory budget of the child its
+// checks run in.
+type policyLimitsOptions struct {
+	CapabilitiesFile string
+	CheckMemory      string
+}
+
+// AddCapabilitiesFlag adds --capabilities alone, for commands that only
+// evaluate (policy eval: decisions run in process under the engine's
+// bound, as in the proxy).
+func (o *policyLimitsOptions) AddCapabilitiesFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&o.CapabilitiesFile, "capabilities", "", capabilitiesUsage())
+}
+
+func capabilitiesUsage() string {
+	return "OPA capabilities file (opa capabilities --current writes one) listing the builtins policies may call; default: OPA's without the builtins that reach the network or the host (" +
+		strings.Join(policies.DeniedBuiltins(), ", ") + "); see docs/policy-guide.md before opening them"
+}
+
+// capabilities reads the capabilities file (nil: the default set).
+func (o *policyLimitsOptions) capabilities() (*policies.Capabilities, error) {
+	if o.CapabilitiesFile == "" {
+		return nil, nil
+	}
+	return policies.ReadCapabilitiesFile(o.CapabilitiesFile)
+}
+
+// AddFlags adds the flags; capabilitiesFlag is their name in this command
+// (--policy-capabilities-file for the controller, --capabilities where the
+// policy is the command's subject, as opa build --capabilities).
+func (o *policyLimitsOptions) AddFlags(fs *pflag.FlagSet, capabilitiesFlag, memoryFlag string) {
+	fs.StringVar(&o.CapabilitiesFile, capabilitiesFlag, "", capabilitiesUsage())
+	fs.StringVar(&o.CheckMemory, memoryFlag, fmt.Sprintf("%dMiB", policies.DefaultSandboxMemory>>20),
+		"memory budget of the child process that compiles, smoke-tests and runs the tests of a policy before it is accepted (KiB, MiB, GiB or bytes): a policy that needs more is refused")
+}
+
+// limits reads the capabilities file and returns the limits to check
+// policies under.
+func (o *policyLimitsOptions) limits() (policies.Limits, error) {
+	var l policies.Limits
+	c, err := o.capabilities()
+	if err != nil {
+		return l, err
+	}
+	l.Capabilities = c
+	budget, err := memflags.ParseBytes(o.CheckMemory)
+	if err != nil || budget < 32<<20 {
+		return l, fmt.Errorf("policy check memory %q: want a size of at least 32MiB (the Go runtime needs some), such as 160MiB", o.CheckMemory)
+	}
+	exe, err := selfExecutable()
+	if err != nil {
+		return l, fmt.Errorf("find this binary to run policy checks in a child process: %w", err)
+	}
+	l.Sandbox = &policies.Sandbox{Command: []string{exe, policySandboxCommand}, MemoryBytes: budget}
+	return l, nil
+}
+
+// selfExecutable is the running binary: /proc/self/exe on Linux, which
+// stays this binary even if the file is replaced on disk.
+func selfExecutable() (string, error) {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
+}
+
+// policySandboxCommand is the hidden command the sandbox's child runs.
+const policySandboxCommand = "policy-sandbox"
+
+func newPolicySandboxCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    policySandboxCommand,
+		Short:  "Run one policy check for a parent gatehouse (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return policies.ServeSandbox(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+}
