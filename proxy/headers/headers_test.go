@@ -68,6 +68,25 @@ func TestConfiguredHeadersCannotPassForIdentity(t *testing.T) {
 	}
 }
 
+// TestConfiguredHeadersCannotFillAnUnknownIdentity: where the identity has
+// no value for a header (a system extension has no Application; a local
+// user no groups), a configured or policy header of that name is still not
+// sent: setting the identity last cannot override what it does not set.
+func TestConfiguredHeadersCannotFillAnUnknownIdentity(t *testing.T) {
+	configured := []Header{{Name: ApplicationName, Value: "other-team:app"}, {Name: TargetClusterURL, Value: "https://spoof"}}
+	policy := map[string]string{"argocd-user-groups": "admins", "argocd-project-name": "other-team"}
+	out := Request(http.Header{}, &Outgoing{Configured: configured, Policy: policy,
+		Identity: &Identity{Username: "alice", UserID: "alice", Namespace: "gitops"}}, nil)
+	for _, name := range []string{ApplicationName, ProjectName, UserGroups, TargetClusterName, TargetClusterURL} {
+		if v, ok := out[name]; ok {
+			t.Errorf("%s = %q was sent for an identity without one", name, v)
+		}
+	}
+	if out.Get(Username) != "alice" || out.Get(Namespace) != "gitops" {
+		t.Fatalf("identity headers %v", out)
+	}
+}
+
 // TestRequestValuesAreIndependent: the values Request sets share one array
 // but none can be changed through another.
 func TestRequestValuesAreIndependent(t *testing.T) {

@@ -80,6 +80,11 @@ func TestTokenReviewJudgement(t *testing.T) {
 	add("wrong audience", bound("gh", "gatehouse-agent", "proxy-1", "uid-1", "something-else"))
 	add("not bound to a pod", bound("gh", "gatehouse-agent", "", "", "gatehouse"))
 	add("refused by the API server", authenticationv1.TokenReviewStatus{Error: "token has been invalidated"})
+	// Authenticated alone decides: the rest of a refused review is not
+	// evidence of anything.
+	unauthenticated := bound("gh", "gatehouse-agent", "proxy-1", "uid-1", "gatehouse")
+	unauthenticated.Authenticated = false
+	add("not authenticated, though the rest fits", unauthenticated)
 	add("not a service account", authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{"gatehouse"}, User: authenticationv1.UserInfo{Username: "alice"}})
 	fake := &fakeReviews{statuses: statuses}
 	a, err := NewTokenReview(fake, "", []string{"gh/gatehouse-agent"}, WithClock(func() time.Time { return now }))
