@@ -53,7 +53,7 @@ func (c *wsConn) Write(b []byte) (int, error) {
 
 // writeClose writes the pending close frame; c.mu is held.
 func (c *wsConn) writeClose() {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(wsCloseWait))
+	_ = c.SetWriteDeadline(time.Now().Add(wsCloseWait))
 	_, _ = c.Conn.Write(c.pending)
 	c.closed = true
 	close(c.sent)
@@ -72,7 +72,7 @@ const wsCloseWait = 500 * time.Millisecond
 func (c *wsConn) end(code uint16, reason string, backend io.Closer, wait time.Duration) {
 	cut := make(chan struct{})
 	timer := time.AfterFunc(wait, func() {
-		_ = c.Conn.Close()
+		_ = c.Close()
 		close(cut)
 	})
 	defer timer.Stop()

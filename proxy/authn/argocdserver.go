@@ -90,7 +90,7 @@ func newArgoCDAsker(c ArgoCDServer) (*argoCDAsker, error) {
 		errs = append(errs, errors.New("no URL: give Argo CD's API server, such as https://argocd-server.argocd.svc"))
 	case err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		errs = append(errs, fmt.Errorf("URL %s: want https://host[:port][/base path]", quote(c.URL)))
-	case u.Scheme != "https" && !(u.Scheme == "http" && c.AllowInsecureHTTP):
+	case u.Scheme != "https" && (u.Scheme != "http" || !c.AllowInsecureHTTP):
 		errs = append(errs, fmt.Errorf("URL %s: must be https, since every user's token is sent to it", quote(c.URL)))
 	}
 	if c.CacheTTL < 0 || c.CacheTTL > MaxArgoCDCacheTTL {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,7 +53,7 @@ func argoCDSessions(t *testing.T, secretKey, adminPassword string) string {
 	return strings.TrimSpace(line)
 }
 
-func post(t *testing.T, url string, body any, cookie string) *http.Response {
+func post(t *testing.T, url string, body any, cookie string) (status int, answer []byte) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
@@ -67,8 +68,12 @@ func post(t *testing.T, url string, body any, cookie string) *http.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	return resp
+	defer resp.Body.Close()
+	answer, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: read the answer: %v", url, err)
+	}
+	return resp.StatusCode, answer
 }
 
 // TestArgoCDServerModeAgainstArgoCD holds the proxy's Argo CD API server
@@ -80,10 +85,10 @@ func TestArgoCDServerModeAgainstArgoCD(t *testing.T) {
 	const secretKey, adminPassword = "gatehouse-test-server-secretkey", "correct horse battery staple"
 	url := argoCDSessions(t, secretKey, adminPassword)
 	login := func(user string) string {
-		resp := post(t, url+"/api/v1/session", map[string]string{"username": user, "password": adminPassword}, "")
+		status, answer := post(t, url+"/api/v1/session", map[string]string{"username": user, "password": adminPassword}, "")
 		var got struct{ Token string }
-		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || got.Token == "" {
-			t.Fatalf("login as %s: %d %v", user, resp.StatusCode, err)
+		if err := json.Unmarshal(answer, &got); err != nil || status != http.StatusOK || got.Token == "" {
+			t.Fatalf("login as %s: %d %v", user, status, err)
 		}
 		return got.Token
 	}
@@ -114,8 +119,8 @@ func TestArgoCDServerModeAgainstArgoCD(t *testing.T) {
 
 	// Logout (server/logout revokes the token in Redis): refused once the
 	// cached yes has run out, though its signature and expiry are fine.
-	if resp := post(t, url+"/auth/logout", nil, admin); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("logout: %d", resp.StatusCode)
+	if status, _ := post(t, url+"/auth/logout", nil, admin); status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", status)
 	}
 	if _, err := asking.Verify(ctx, admin); err != nil {
 		t.Errorf("within the cache TTL: %v", err)
@@ -133,8 +138,8 @@ func TestArgoCDServerModeAgainstArgoCD(t *testing.T) {
 	if _, err := asking.Verify(ctx, alice); err != nil {
 		t.Fatalf("alice: %v", err)
 	}
-	if resp := post(t, url+"/test/disable?account=alice", nil, ""); resp.StatusCode != http.StatusOK {
-		t.Fatalf("disable alice: %d", resp.StatusCode)
+	if status, answer := post(t, url+"/test/disable?account=alice", nil, ""); status != http.StatusOK {
+		t.Fatalf("disable alice: %d %s", status, answer)
 	}
 	now = now.Add(authn.DefaultArgoCDCacheTTL)
 	if _, err := asking.Verify(ctx, alice); !errors.Is(err, authn.ErrRevoked) {
