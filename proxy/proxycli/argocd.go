@@ -59,7 +59,9 @@ func (o *ArgoCDServerOptions) Server() (*authn.ArgoCDServer, error) {
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("--argocd-server-ca-file: %w", err)
+			// The shipped Deployment mounts it from ConfigMap
+			// gatehouse-argocd-server-ca, which the admin creates.
+			return nil, fmt.Errorf("--argocd-server-ca-file: %w: put the CA that signed Argo CD's server certificate there (in the shipped manifests: key ca.crt of ConfigMap gatehouse-argocd-server-ca, see docs/install.md)", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {

@@ -63,7 +63,11 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 	}
 	container := spec.Containers[i]
 	dir := t.TempDir()
-	volumes := podVolumes(t, spec, dir, map[string]map[string][]byte{"gatehouse-proxy-tls": data, "gatehouse-webhook-tls": proxyCertSecret(t, "gatehouse-webhook-tls")})
+	// ConfigMap gatehouse-argocd-server-ca is the admin's to create
+	// (docs/install.md) with the CA of Argo CD's server certificate; any CA
+	// certificate does here, where no Argo CD answers.
+	volumes := podVolumes(t, spec, dir, map[string]map[string][]byte{"gatehouse-proxy-tls": data, "gatehouse-webhook-tls": proxyCertSecret(t, "gatehouse-webhook-tls"),
+		"gatehouse-argocd-server-ca": {"ca.crt": data["ca.crt"]}})
 	ports := freePorts(t, 4)
 	listen, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[3])
 	args, sawCert := shippedArgs(container, volumes, map[string]string{"--listen": listen, "--health-listen": health, "--admin-listen": "127.0.0.1:" + itoa(ports[2])}), false
@@ -235,13 +239,13 @@ func scrapeAsPrometheus(t *testing.T, e scrapeEndpoint, url, series string) {
 // written from secrets (by Secret name), a token file for a projected
 // ServiceAccount token (its content does not matter here). It returns each
 // volume's directory by name.
-func podVolumes(t *testing.T, spec corev1.PodSpec, dir string, secrets map[string]map[string][]byte) map[string]string {
+func podVolumes(t *testing.T, spec corev1.PodSpec, dir string, objects map[string]map[string][]byte) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	writeItems := func(here, secret string, items []corev1.KeyToPath) {
-		data, ok := secrets[secret]
+	writeItems := func(here, name string, items []corev1.KeyToPath) {
+		data, ok := objects[name]
 		if !ok {
-			t.Fatalf("the Pod mounts Secret %s, which this test does not know", secret)
+			t.Fatalf("the Pod mounts Secret or ConfigMap %s, which this test does not know", name)
 		}
 		for _, item := range items {
 			writeFile(t, filepath.Join(here, item.Path), string(data[item.Key]))
@@ -256,6 +260,15 @@ func podVolumes(t *testing.T, spec corev1.PodSpec, dir string, secrets map[strin
 		switch {
 		case v.Secret != nil:
 			writeItems(here, v.Secret.SecretName, v.Secret.Items)
+		case v.ConfigMap != nil:
+			// Without items the kubelet writes every key of it.
+			items := v.ConfigMap.Items
+			if items == nil {
+				for key := range objects[v.ConfigMap.Name] {
+					items = append(items, corev1.KeyToPath{Key: key, Path: key})
+				}
+			}
+			writeItems(here, v.ConfigMap.Name, items)
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				if src.Secret != nil {
