@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // The built-in account and the keys of local accounts, as Argo CD's

@@ -6,9 +6,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Keys of Argo CD's settings that configure authentication.

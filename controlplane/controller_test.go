@@ -10,7 +10,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 type recordingPublisher struct {

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // extensionKeeper builds the extensions and keeps each one's last good

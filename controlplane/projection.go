@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Labels Argo CD and Gatehouse select objects by.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 )
 
 // Checks are what the engine works out, before every evaluation of an

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/websocket"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // records is a slog.Handler that hands each record to the test: the access

@@ -10,8 +10,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // userInfoServer answers Argo CD's /api/v1/session/userinfo for tokens

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // TestCookiesAsChromiumStoresThem is the differential test of the cookie

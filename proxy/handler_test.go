@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

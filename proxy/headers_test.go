@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // spoofed are identity and hop headers a client might send to pass for

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // hostilePolicy allows every request, but for bob builds a string of

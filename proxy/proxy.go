@@ -18,10 +18,10 @@ import (
 	"github.com/elazarl/goproxy"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Options configure a Proxy. Zero values mean the defaults.

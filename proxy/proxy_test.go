@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

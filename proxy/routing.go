@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Prefixes extensions are served under: the proposal's, and the one Argo

@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // table is everything one snapshot version routes requests with. It is

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // TestTrailersFollowTheHeaderRule: a chunked request over a real

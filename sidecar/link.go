@@ -6,7 +6,7 @@ import (
 	"os"
 	"path"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // linker hard-links unchanged files from the current version directory into the one

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // TestValidatePath: the volume takes snapshot.ValidatePath's rule, and

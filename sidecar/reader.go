@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Snapshot is one complete, verified version: its manifest and the content of every

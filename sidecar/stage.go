@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Stage is a version being installed. Begin starts it: every file whose content the

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Writer installs snapshots into the shared volume. It is the agent's half of the

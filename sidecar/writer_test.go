@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 func TestWriterKeepsCurrentAndPreviousOnly(t *testing.T) {

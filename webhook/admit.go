@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // cp is Argo CD's control-plane namespace in every test.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // AppProject reviews an AppProject. old is nil on CREATE; on DELETE proj is

@@ -3,7 +3,7 @@ package webhook
 import (
 	"context"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // AppRef names an Application.

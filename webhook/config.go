@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/controlplane/policyconfig"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 

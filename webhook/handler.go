@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // maxReviewBytes bounds a request body: an AdmissionReview carries at most

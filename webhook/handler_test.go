@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 func testHandlers(t testing.TB) (apps, projects http.Handler) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // MemoryCluster is a Cluster held in memory: `gatehouse admit` fills it from

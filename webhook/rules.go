@@ -1,8 +1,8 @@
 package webhook
 
 import (
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
 // Annotations Gatehouse reads on AppProjects.

@@ -14,7 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
 // SettingsSource keeps Argo CD's settings current from argocd-cmd-params-cm

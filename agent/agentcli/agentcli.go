@@ -24,9 +24,9 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/client"
-	"github.com/gatehouse-dev/gatehouse/logflags"
-	"github.com/gatehouse-dev/gatehouse/memflags"
-	"github.com/gatehouse-dev/gatehouse/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/memflags"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // handle takes one announced version through download, write,

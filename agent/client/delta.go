@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // errNeedFull: a delta announcement this agent cannot apply; it asks the

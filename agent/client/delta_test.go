@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 func meta(path, content string) *agentv1.FileMeta {

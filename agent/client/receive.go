@@ -10,8 +10,8 @@ import (
 	"io"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // download fetches the content of the stage's missing files (indexes into

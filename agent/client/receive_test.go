@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // newStage begins a version of files f0, f1, ... with contents on an empty

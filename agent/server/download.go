@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Download implements agentv1.CommanderServer: it streams the content of

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // download runs a Download and reassembles it, checking the stream's

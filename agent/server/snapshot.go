@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // published is a snapshot version the server holds (the current and the

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 )
 
 // tlsFiles serves the certificate, key and optional client CA bundle read

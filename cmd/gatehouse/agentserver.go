@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // agentServerOptions are the controller's flags for the agent channel.

@@ -30,13 +30,13 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
-	"github.com/gatehouse-dev/gatehouse/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/servingcert"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/demo"
-	"github.com/gatehouse-dev/gatehouse/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
 

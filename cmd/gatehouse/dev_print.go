@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/settings"
-	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/demo"
 )
 
 // printServing tells a person what runs and how to call it: a token per

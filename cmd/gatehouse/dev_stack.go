@@ -25,7 +25,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
-	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/demo"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 )

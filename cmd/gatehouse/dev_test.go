@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/demo"
 )
 
 // examplesOnFreePorts copies examples/ into a temporary directory with the

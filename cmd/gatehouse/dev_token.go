@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/demo"
 )
 
 // devTokenOptions are the flags of `gatehouse dev token`.

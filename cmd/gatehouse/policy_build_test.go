@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

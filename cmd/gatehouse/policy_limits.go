@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gatehouse-dev/gatehouse/memflags"
+	"github.com/gatehouse-dev/gatehouse/internal/memflags"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 	"github.com/gatehouse-dev/gatehouse/policies/casbin"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 	"github.com/gatehouse-dev/gatehouse/policies/casbin"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // extensionName is Argo CD's rule: the name becomes a URL path segment.

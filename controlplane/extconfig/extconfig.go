@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // Names Argo CD and Gatehouse read extension settings from.

@@ -10,7 +10,7 @@ import (
 
 	sjson "sigs.k8s.io/json"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 type parser struct {

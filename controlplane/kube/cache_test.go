@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
 

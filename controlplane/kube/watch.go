@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 // Watcher copies the cache's objects into a store as their projections.

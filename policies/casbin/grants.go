@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 

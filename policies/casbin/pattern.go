@@ -8,7 +8,7 @@ import (
 
 	"github.com/gobwas/glob"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 )
 
 // Argo CD's policy.matchMode values.

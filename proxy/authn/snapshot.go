@@ -3,7 +3,7 @@ package authn
 import (
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // AccountsFromSnapshot builds the LocalChecker for a snapshot's accounts

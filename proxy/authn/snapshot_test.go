@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 func TestAccountsFromSnapshot(t *testing.T) {

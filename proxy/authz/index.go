@@ -1,8 +1,8 @@
 package authz
 
 import (
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // Index is one snapshot's Applications, projects and clusters as the policy

@@ -3,7 +3,7 @@ package authz
 import (
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 func TestClusterResolvesAsArgoCD(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // sources says where every leaf of policies.Input (by its JSON path in the

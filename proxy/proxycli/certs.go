@@ -3,7 +3,7 @@ package proxycli
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gatehouse-dev/gatehouse/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 )
 
 // certificateExpiry is when the serving certificate on disk expires (Unix

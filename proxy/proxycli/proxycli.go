@@ -20,11 +20,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gatehouse-dev/gatehouse/logflags"
-	"github.com/gatehouse-dev/gatehouse/memflags"
+	"github.com/gatehouse-dev/gatehouse/internal/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/memflags"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
-	"github.com/gatehouse-dev/gatehouse/servingcert"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/client"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 const wait = 15 * time.Second

@@ -31,7 +31,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 )
 
 var namespaceNames = []string{"a", "b", "ab", "ba", "aa", "bb", "abb", "team-a", "team-b", "team-ab", "team-one", "team-two",

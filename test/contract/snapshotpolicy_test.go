@@ -9,10 +9,10 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // TestProjectScopedClustersFromYAMLToDecision follows a project-scoped

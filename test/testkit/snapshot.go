@@ -3,8 +3,8 @@ package testkit
 import (
 	"fmt"
 
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
 )
 
 // VolumeSnapshot encodes content as the controller does and returns it as

@@ -28,7 +28,7 @@ import (
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // shape is the make-up of a snapshot: application-index shards (one

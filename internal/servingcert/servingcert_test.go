@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 )
 
 func decodeOne(t *testing.T, doc string) *kubeyaml.Object {

@@ -14,7 +14,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 

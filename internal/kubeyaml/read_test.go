@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 )
 
 const oneCM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"

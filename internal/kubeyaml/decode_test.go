@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 )
 
 // summary is "<Kind> <namespace>/<name> @ document[.item]" per object.

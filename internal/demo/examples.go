@@ -11,8 +11,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
-	"github.com/gatehouse-dev/gatehouse/kubeyaml"
-	"github.com/gatehouse-dev/gatehouse/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
+	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // World is what gatehouse dev serves around the parts for an examples

@@ -3,7 +3,7 @@ package settings
 import (
 	"fmt"
 
-	"github.com/gatehouse-dev/gatehouse/argocd/nspattern"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 )
 
 // ConfigMap names and keys Argo CD reads its settings from.
