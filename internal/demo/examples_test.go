@@ -11,7 +11,7 @@ import (
 // The shipped examples are what gatehouse dev runs: their SSO issuer is one
 // it serves, each cluster's service has a demo backend, and they hold a tour.
 func TestShippedExamples(t *testing.T) {
-	w, err := ReadWorld(context.Background(), "../examples", "argocd")
+	w, err := ReadWorld(context.Background(), "../../examples", "argocd")
 	if err != nil {
 		t.Fatal(err)
 	}

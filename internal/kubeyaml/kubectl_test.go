@@ -35,7 +35,7 @@ func startKubectl(t *testing.T) *kubectl {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "test", "e2e", "testdata", "crds"), filepath.Join("..", "manifests", "base", "crds")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "test", "e2e", "testdata", "crds"), filepath.Join("..", "..", "manifests", "base", "crds")},
 		ErrorIfCRDPathMissing: true,
 	}
 	if _, err := env.Start(); err != nil {
