@@ -21,7 +21,8 @@
 // accept-time checks (CheckSource, RunBundleTests) in a Sandbox: a child
 // process under a memory budget.
 //
-// The admin commands call RunTests (gatehouse policy test), EvalFile and
-// EvalBatch (gatehouse policy eval) and the casbin subpackage (gatehouse
-// policy import-casbin).
+// The admin commands (policycli) call RunTests (gatehouse policy test),
+// EvalFile and EvalBatch (gatehouse policy eval) and the casbin subpackage
+// (gatehouse policy import-casbin); limitscli turns the limits into flags
+// and serves the sandbox's child (ServeSandbox).
 package policies

@@ -285,7 +285,7 @@ const sandboxMemoryEnv = "GATEHOUSE_POLICY_SANDBOX_MEMORY"
 // ServeSandbox is the child's side: it limits its own memory to the
 // budget its parent set, reads one request from r, runs the check in this
 // process and writes the answer to w. The gatehouse binary runs it as its
-// hidden policy-sandbox command.
+// hidden policy-sandbox command (limitscli.NewSandboxCommand).
 func ServeSandbox(ctx context.Context, r io.Reader, w io.Writer) error {
 	budget, err := parseBudget(os.Getenv(sandboxMemoryEnv))
 	if err != nil {

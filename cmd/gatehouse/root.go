@@ -10,6 +10,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
+	"github.com/gatehouse-dev/gatehouse/policies/policycli"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -31,7 +35,7 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), newPolicyCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), newPolicySandboxCommand())
+	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), policycli.NewCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), limitscli.NewSandboxCommand())
 	return root
 }
 
@@ -54,11 +58,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ee exitError
+	var ce cliexit.Error
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &ce):
+		return ce.Code
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "gatehouse: interrupted")
 		return 2

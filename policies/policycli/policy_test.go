@@ -1,4 +1,4 @@
-package main
+package policycli
 
 import (
 	"bytes"
@@ -69,13 +69,13 @@ data:
 		t.Fatal(err)
 	}
 	tests := []cliCase{
-		{"shipped policy's Rego tests pass", []string{"policy", "test", "../../policies/extensions"}, 0, "PASS", ""},
+		{"shipped policy's Rego tests pass", []string{"policy", "test", "../extensions"}, 0, "PASS", ""},
 		{"a policy that does not compile fails the test run", []string{"policy", "test", broken}, 2, "", "p.rego"},
-		{"eval prints the decision and reason", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json"}, 0, "reason:", ""},
-		{"eval explains with a space before the mode", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json", "--explain", "full"}, 0, "Enter data.gatehouse.extensions.decision", ""},
-		{"eval explains notes by default", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json", "--explain"}, 0, "extensionAllowedBy", ""},
-		{"eval refuses another argument", []string{"policy", "eval", "--policy", "../../policies/extensions", "--input", "../../policies/extensions/input.example.json", "extra"}, 2, "", `unexpected argument "extra"`},
-		{"eval needs both flags", []string{"policy", "eval", "--policy", "../../policies/extensions"}, 2, "", "--input"},
+		{"eval prints the decision and reason", []string{"policy", "eval", "--policy", "../extensions", "--input", "../extensions/input.example.json"}, 0, "reason:", ""},
+		{"eval explains with a space before the mode", []string{"policy", "eval", "--policy", "../extensions", "--input", "../extensions/input.example.json", "--explain", "full"}, 0, "Enter data.gatehouse.extensions.decision", ""},
+		{"eval explains notes by default", []string{"policy", "eval", "--policy", "../extensions", "--input", "../extensions/input.example.json", "--explain"}, 0, "extensionAllowedBy", ""},
+		{"eval refuses another argument", []string{"policy", "eval", "--policy", "../extensions", "--input", "../extensions/input.example.json", "extra"}, 2, "", `unexpected argument "extra"`},
+		{"eval needs both flags", []string{"policy", "eval", "--policy", "../extensions"}, 2, "", "--input"},
 		{"import-casbin lists what it skipped", []string{"policy", "import-casbin", csv}, 0, `"role:dev"`, "line 3"},
 		{"import-casbin fails a policy Argo CD refuses", []string{"policy", "import-casbin", refused}, 1, "", "--allow-partial"},
 		{"import-casbin --allow-partial converts the other lines", []string{"policy", "import-casbin", "--allow-partial", refused}, 0, `"role:dev"`, "line 1: g, bob, role:dev, extra"},

@@ -1,6 +1,7 @@
-package main
+package policycli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,8 +19,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// policyPushOptions are the flags of `gatehouse policy push`.
-type policyPushOptions struct {
+// pushOptions are the flags of `gatehouse policy push`.
+type pushOptions struct {
 	DockerConfig  string
 	Username      string
 	PasswordStdin bool
@@ -27,7 +28,11 @@ type policyPushOptions struct {
 	Insecure      bool
 }
 
-func (o *policyPushOptions) AddFlags(fs *pflag.FlagSet) {
+func newPushOptions() *pushOptions {
+	return &pushOptions{}
+}
+
+func (o *pushOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DockerConfig, "docker-config", "", "Docker config with the registry's credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, if it exists)")
 	fs.StringVar(&o.Username, "username", "", "registry user (with --password-stdin), instead of a Docker config")
 	fs.BoolVar(&o.PasswordStdin, "password-stdin", false, "read the registry password from standard input")
@@ -35,8 +40,20 @@ func (o *policyPushOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Insecure, "insecure-skip-tls-verify", false, "accept any registry certificate (test registries only)")
 }
 
-func newPolicyPushCommand() *cobra.Command {
-	o := &policyPushOptions{}
+// Validate reports --username and --password-stdin given one without the
+// other.
+func (o *pushOptions) Validate() error {
+	switch {
+	case o.PasswordStdin && o.Username == "":
+		return errors.New("--password-stdin needs --username")
+	case !o.PasswordStdin && o.Username != "":
+		return errors.New("--username needs --password-stdin")
+	}
+	return nil
+}
+
+func newPushCommand() *cobra.Command {
+	o := newPushOptions()
 	cmd := &cobra.Command{
 		Use:   "push BUNDLE oci://HOST/REPOSITORY:TAG",
 		Short: "Publish a bundle to an OCI registry, with OPA's media types",
@@ -52,14 +69,18 @@ as Docker does.`,
 		Example: `  gatehouse policy push bundle.tar.gz oci://registry.example/policies/extensions:v3`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyPush(cmd, o, args[0], args[1])
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), streamsOf(cmd), args[0], args[1])
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runPolicyPush(cmd *cobra.Command, o *policyPushOptions, file, url string) error {
+// Run pushes the bundle in file to url and prints its digests.
+func (o *pushOptions) Run(ctx context.Context, s streams, file, url string) error {
 	ref, err := gatehousev1.ParseOCIReference(url)
 	if err != nil {
 		return err
@@ -71,33 +92,30 @@ func runPolicyPush(cmd *cobra.Command, o *policyPushOptions, file, url string) e
 	if _, err := policies.ReadTarball(data, policies.TarballOptions{}); err != nil {
 		return fmt.Errorf("%s is not a bundle to publish: %w", file, err)
 	}
-	creds, err := o.credentials(cmd.InOrStdin(), ref.Host)
+	creds, err := o.credentials(s.in, ref.Host)
 	if err != nil {
 		return err
 	}
 	f := source.NewFetcher(source.Options{UserAgent: "gatehouse-policy-push"})
-	pushed, err := f.Push(cmd.Context(), url, data, source.PushOptions{Credentials: creds, InsecureSkipTLSVerify: o.Insecure})
+	pushed, err := f.Push(ctx, url, data, source.PushOptions{Credentials: creds, InsecureSkipTLSVerify: o.Insecure})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "pushed %s\nmanifest: %s\nsha256: %s\n", url, pushed.ManifestDigest, strings.TrimPrefix(pushed.LayerDigest, "sha256:"))
+	fmt.Fprintf(s.out, "pushed %s\nmanifest: %s\nsha256: %s\n", url, pushed.ManifestDigest, strings.TrimPrefix(pushed.LayerDigest, "sha256:"))
 	return nil
 }
 
-func (o *policyPushOptions) credentials(stdin io.Reader, host string) (*source.Credentials, error) {
+// credentials are the registry's: from standard input, a Docker config,
+// and --ca-file.
+func (o *pushOptions) credentials(stdin io.Reader, host string) (*source.Credentials, error) {
 	var c *source.Credentials
 	switch {
 	case o.PasswordStdin:
-		if o.Username == "" {
-			return nil, errors.New("--password-stdin needs --username")
-		}
 		pw, err := io.ReadAll(io.LimitReader(stdin, 64<<10))
 		if err != nil {
 			return nil, fmt.Errorf("read the password: %w", err)
 		}
 		c = &source.Credentials{Username: o.Username, Password: strings.TrimRight(string(pw), "\r\n")}
-	case o.Username != "":
-		return nil, errors.New("--username needs --password-stdin")
 	default:
 		path, explicit := o.DockerConfig, o.DockerConfig != ""
 		if !explicit {

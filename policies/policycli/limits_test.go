@@ -1,4 +1,4 @@
-package main
+package policycli
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package main
+package policycli
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -14,9 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
-	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -40,7 +37,7 @@ func TestPolicyBuild(t *testing.T) {
 
 	t.Run("the shipped policy builds, tests pass, the same bytes twice", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		if code := execute([]string{"policy", "build", "../../policies/extensions", "-o", out, "--revision", "r1"}, &stdout, &stderr); code != 0 {
+		if code := execute([]string{"policy", "build", "../extensions", "-o", out, "--revision", "r1"}, &stdout, &stderr); code != 0 {
 			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
 		}
 		m := sha256Line.FindStringSubmatch(stdout.String())
@@ -53,7 +50,7 @@ func TestPolicyBuild(t *testing.T) {
 			t.Fatalf("the bundle reads back as %+v, %v", tb, err)
 		}
 		stdout.Reset()
-		if code := execute([]string{"policy", "build", "../../policies/extensions", "-o", out, "--revision", "r1"}, &stdout, &stderr); code != 0 {
+		if code := execute([]string{"policy", "build", "../extensions", "-o", out, "--revision", "r1"}, &stdout, &stderr); code != 0 {
 			t.Fatal(stderr.String())
 		}
 		if again, _ := os.ReadFile(out); !bytes.Equal(again, first) {
@@ -104,67 +101,4 @@ func TestPolicyBuild(t *testing.T) {
 			t.Fatalf("the signed bundle does not verify: %v", err)
 		}
 	})
-}
-
-// build → push → PolicyBundle → snapshot: the bytes built are the bytes
-// the registry serves, the controller's fetcher verifies and the snapshot
-// ships.
-func TestPolicyBuildPushSnapshotRoundTrip(t *testing.T) {
-	reg := testkit.StartRegistry(testkit.RegistryBearer, true)
-	defer reg.Close()
-	work := t.TempDir()
-	src := filepath.Join(work, "policy")
-	rule := "package gatehouse.extensions\n\nimport rego.v1\n\ndecision := {\"allow\": true, \"reason\": \"round trip\"} if input.user.id == \"alice\"\n\ndecision := {\"allow\": false, \"reason\": \"no\"} if input.user.id != \"alice\"\n"
-	writeFiles(t, src, map[string]string{"gatehouse/policy.rego": rule})
-	bundle := filepath.Join(work, "bundle.tar.gz")
-	var stdout, stderr bytes.Buffer
-	if code := execute([]string{"policy", "build", src, "-o", bundle, "--revision", "rt-1"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("build: exit %d: %s%s", code, stdout.String(), stderr.String())
-	}
-	built := sha256Line.FindStringSubmatch(stdout.String())[1]
-
-	dockerCfg := filepath.Join(work, "docker.json")
-	writeFiles(t, work, map[string]string{"docker.json": string(reg.DockerConfig(testkit.RegistryUser, testkit.RegistryPassword)), "ca.crt": string(reg.CAPEM())})
-	stdout.Reset()
-	url := reg.URL("policies/extensions:v3")
-	if code := execute([]string{"policy", "push", bundle, url, "--docker-config", dockerCfg, "--ca-file", filepath.Join(work, "ca.crt")}, &stdout, &stderr); code != 0 {
-		t.Fatalf("push: exit %d: %s%s", code, stdout.String(), stderr.String())
-	}
-	if pushed := sha256Line.FindStringSubmatch(stdout.String()); pushed == nil || pushed[1] != built {
-		t.Fatalf("push printed %q; want the built bundle's sha256 %s", stdout.String(), built)
-	}
-	if reg.BlobGets.Load() != 0 {
-		t.Errorf("push downloaded %d blobs", reg.BlobGets.Load())
-	}
-
-	tree := filepath.Join(work, "tree")
-	enc := base64.StdEncoding.EncodeToString
-	writeFiles(t, tree, map[string]string{"bundle.yaml": `apiVersion: gatehouse.io/v1alpha1
-kind: PolicyBundle
-metadata: {name: extensions, namespace: argocd}
-spec:
-  url: ` + url + `
-  sha256: ` + built + `
-  secretRef: {name: registry}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: registry, namespace: argocd}
-type: kubernetes.io/dockerconfigjson
-data:
-  .dockerconfigjson: ` + enc(reg.DockerConfig(testkit.RegistryUser, testkit.RegistryPassword)) + `
-  ca.crt: ` + enc(reg.CAPEM()) + "\n"})
-	snap := filepath.Join(work, "snapshot")
-	stdout.Reset()
-	if code := execute([]string{"snapshot", tree, "--out", snap}, &stdout, &stderr); code != 0 {
-		t.Fatalf("snapshot: exit %d: %s%s", code, stdout.String(), stderr.String())
-	}
-	shipped, err := os.ReadFile(filepath.Join(snap, snapshot.PolicyDir, "PolicyBundle", "extensions", "gatehouse", "policy.rego"))
-	if err != nil || string(shipped) != rule {
-		t.Fatalf("the snapshot ships %q (%v); want the source byte for byte", shipped, err)
-	}
-	manifest, _ := os.ReadFile(filepath.Join(snap, snapshot.PolicyDir, ".manifest"))
-	if !strings.Contains(string(manifest), `"rt-1"`) {
-		t.Errorf("manifest %s: want revision rt-1", manifest)
-	}
 }

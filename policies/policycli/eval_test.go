@@ -1,4 +1,4 @@
-package main
+package policycli
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ func TestPolicyEvalAndInit(t *testing.T) {
 
 	t.Run("inputs from standard input", func(t *testing.T) {
 		var out, errb bytes.Buffer
-		root := newRootCommand(&out, &errb)
+		root := newRoot(&out, &errb)
 		root.SetIn(strings.NewReader(allowed + "\n"))
 		root.SetArgs([]string{"policy", "eval", "--policy", dataOnly, "--inputs", "-"})
 		if err := root.ExecuteContext(context.Background()); err != nil || !strings.HasPrefix(out.String(), `{"allow":true,"id":"a","line":1,`) {

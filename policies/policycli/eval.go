@@ -1,6 +1,7 @@
-package main
+package policycli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,20 +11,26 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 )
 
-// policyEvalOptions are the flags of `gatehouse policy eval`.
-type policyEvalOptions struct {
+// evalOptions are the flags of `gatehouse policy eval`.
+type evalOptions struct {
 	Policy     string
 	Input      string
 	Inputs     string
 	Explain    string
 	FailOnDeny bool
-	Limits     policyLimitsOptions
+	Limits     limitscli.Options
 }
 
-func (o *policyEvalOptions) AddFlags(fs *pflag.FlagSet) {
+func newEvalOptions() *evalOptions {
+	return &evalOptions{}
+}
+
+func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Policy, "policy", "", "`DIR` holding the policy (.rego files, data.json, .manifest)")
 	fs.StringVar(&o.Input, "input", "", "JSON `FILE` with one input")
 	fs.StringVar(&o.Inputs, "inputs", "", "`FILE` of JSON lines, one input per line (- for standard input); prints one decision per line")
@@ -33,22 +40,27 @@ func (o *policyEvalOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Limits.AddCapabilitiesFlag(fs)
 }
 
-func (o *policyEvalOptions) Validate() error {
+// Validate reports every fault of the flags; a missing --policy is said
+// with what else to give, so a missing input is not said twice.
+func (o *evalOptions) Validate() error {
+	var errs []error
 	switch {
 	case o.Policy == "":
-		return errors.New("give the policy directory with --policy, and the input with --input FILE (or many with --inputs FILE)")
+		errs = append(errs, errors.New("give the policy directory with --policy, and the input with --input FILE (or many with --inputs FILE)"))
 	case o.Input == "" && o.Inputs == "":
-		return errors.New("give the input with --input FILE, or a file of JSON lines with --inputs FILE (- for standard input)")
-	case o.Input != "" && o.Inputs != "":
-		return errors.New("give --input (one input) or --inputs (JSON lines), not both")
-	case o.Inputs != "" && o.Explain != "":
-		return errors.New("--explain explains one decision: use it with --input")
+		errs = append(errs, errors.New("give the input with --input FILE, or a file of JSON lines with --inputs FILE (- for standard input)"))
 	}
-	return nil
+	if o.Input != "" && o.Inputs != "" {
+		errs = append(errs, errors.New("give --input (one input) or --inputs (JSON lines), not both"))
+	}
+	if o.Inputs != "" && o.Explain != "" {
+		errs = append(errs, errors.New("--explain explains one decision: use it with --input"))
+	}
+	return errors.Join(errs...)
 }
 
-func newPolicyEvalCommand() *cobra.Command {
-	o := &policyEvalOptions{}
+func newEvalCommand() *cobra.Command {
+	o := newEvalOptions()
 	cmd := &cobra.Command{
 		Use:   "eval --policy DIR (--input FILE | --inputs FILE)",
 		Short: "Print the decisions a policy makes, for one input or many",
@@ -84,39 +96,44 @@ Exit status: 0 every input decided (none denied, with --fail-on-deny);
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if o.Inputs != "" {
-				return runPolicyEvalBatch(cmd, o)
-			}
-			caps, err := o.Limits.capabilities()
-			if err != nil {
-				return err
-			}
-			rep, err := policies.EvalFile(cmd.Context(), o.Policy, o.Input, policies.EvalOptions{Explain: o.Explain, Capabilities: caps})
-			if err != nil {
-				return err
-			}
-			if err := rep.Write(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if rep.Err != nil || (o.FailOnDeny && !rep.Decision.Allow) {
-				return exitError{code: 1}
-			}
-			return nil
+			return o.Run(cmd.Context(), streamsOf(cmd))
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runPolicyEvalBatch(cmd *cobra.Command, o *policyEvalOptions) error {
+// Run decides the input (or each of the inputs) and prints the decisions.
+func (o *evalOptions) Run(ctx context.Context, s streams) error {
+	if o.Inputs != "" {
+		return o.runBatch(ctx, s)
+	}
+	caps, err := o.Limits.Capabilities()
+	if err != nil {
+		return err
+	}
+	rep, err := policies.EvalFile(ctx, o.Policy, o.Input, policies.EvalOptions{Explain: o.Explain, Capabilities: caps})
+	if err != nil {
+		return err
+	}
+	if err := rep.Write(s.out); err != nil {
+		return err
+	}
+	if rep.Err != nil || (o.FailOnDeny && !rep.Decision.Allow) {
+		return cliexit.Error{Code: 1}
+	}
+	return nil
+}
+
+func (o *evalOptions) runBatch(ctx context.Context, s streams) error {
 	b, err := policies.LoadDir(o.Policy, policies.LoadOptions{})
 	if err != nil {
 		return err
 	}
-	if b.Capabilities, err = o.Limits.capabilities(); err != nil {
+	if b.Capabilities, err = o.Limits.Capabilities(); err != nil {
 		return err
 	}
-	r := cmd.InOrStdin()
+	r := s.in
 	if o.Inputs != "-" {
 		f, err := os.Open(o.Inputs)
 		if err != nil {
@@ -125,17 +142,17 @@ func runPolicyEvalBatch(cmd *cobra.Command, o *policyEvalOptions) error {
 		defer f.Close()
 		r = f
 	}
-	s, err := policies.EvalBatch(cmd.Context(), b, r, cmd.OutOrStdout(), policies.BatchOptions{})
-	if werr := s.Write(cmd.ErrOrStderr()); werr != nil {
+	sum, err := policies.EvalBatch(ctx, b, r, s.out, policies.BatchOptions{})
+	if werr := sum.Write(s.errOut); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	switch {
 	case err != nil:
 		return err
-	case s.Unreadable > 0:
-		return exitError{code: 2}
-	case s.Failed > 0 || s.Mismatches > 0 || (o.FailOnDeny && s.Denied > 0):
-		return exitError{code: 1}
+	case sum.Unreadable > 0:
+		return cliexit.Error{Code: 2}
+	case sum.Failed > 0 || sum.Mismatches > 0 || (o.FailOnDeny && sum.Denied > 0):
+		return cliexit.Error{Code: 1}
 	}
 	return nil
 }

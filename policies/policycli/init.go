@@ -1,9 +1,9 @@
-package main
+package policycli
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -13,26 +13,35 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// policyInitOptions are the flags of `gatehouse policy init`.
-type policyInitOptions struct {
+// initOptions are the flags of `gatehouse policy init`.
+type initOptions struct {
 	Force    bool
 	DataOnly bool
 }
 
-func (o *policyInitOptions) AddFlags(fs *pflag.FlagSet) {
+func newInitOptions() *initOptions {
+	return &initOptions{}
+}
+
+func (o *initOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "write into a directory that is not empty (files of the same names are replaced, others left alone)")
 	fs.BoolVar(&o.DataOnly, "data-only", false, "write only data.json and input.json: the built-in default policy decides, and stays the one each Gatehouse release ships")
 }
 
-// policyInitFile is one file `policy init` writes.
-type policyInitFile struct {
+// Validate has nothing to check: any two of the flags go together.
+func (o *initOptions) Validate() error {
+	return nil
+}
+
+// initFile is one file `policy init` writes.
+type initFile struct {
 	name, what string
 	content    []byte
 	policy     bool // left out with --data-only
 }
 
-func policyInitFiles() []policyInitFile {
-	return []policyInitFile{
+func initFiles() []initFile {
+	return []initFile{
 		{"policy.rego", "the default policy", policies.DefaultPolicy(), true},
 		{"policy_test.rego", "its Rego tests", policies.DefaultPolicyTests(), true},
 		{"data.json", "example grants: roles, bindings of users and groups, configuration", policies.ExampleData(), false},
@@ -40,8 +49,8 @@ func policyInitFiles() []policyInitFile {
 	}
 }
 
-func newPolicyInitCommand() *cobra.Command {
-	o := &policyInitOptions{}
+func newInitCommand() *cobra.Command {
+	o := newInitOptions()
 	cmd := &cobra.Command{
 		Use:   "init DIR",
 		Short: "Write the default policy, its tests, example data and an example input into DIR",
@@ -59,14 +68,19 @@ the policy only to change it.`,
   gatehouse policy eval --policy policy/ --input policy/input.json --explain`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyInit(cmd.OutOrStdout(), o, args[0])
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), streamsOf(cmd), args[0])
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runPolicyInit(w io.Writer, o *policyInitOptions, dir string) error {
+// Run writes the files into dir.
+func (o *initOptions) Run(_ context.Context, s streams, dir string) error {
+	w := s.out
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -78,7 +92,7 @@ func runPolicyInit(w io.Writer, o *policyInitOptions, dir string) error {
 	case len(entries) > 0 && !o.Force:
 		return fmt.Errorf("%s is not empty: give an empty or new directory, or --force to replace the files policy init writes (%s)", dir, initFileNames(o))
 	}
-	for _, f := range policyInitFiles() {
+	for _, f := range initFiles() {
 		if f.policy && o.DataOnly {
 			continue
 		}
@@ -93,9 +107,9 @@ func runPolicyInit(w io.Writer, o *policyInitOptions, dir string) error {
 	return err
 }
 
-func initFileNames(o *policyInitOptions) string {
+func initFileNames(o *initOptions) string {
 	var names string
-	for _, f := range policyInitFiles() {
+	for _, f := range initFiles() {
 		if f.policy && o.DataOnly {
 			continue
 		}
