@@ -2,35 +2,50 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// cliCase is one command line and what it must answer: its exit code, and
-// text its stdout and stderr must contain. A failing command that should
-// print nothing on stdout (wantStdout empty) must print nothing there: a
-// refused command never leaves half an output a script would read.
-type cliCase struct {
-	name       string
-	args       []string
-	wantCode   int
-	wantStdout string
-	wantStderr string
+// runWithin runs a command line and fails the test if it has not ended
+// within limit: a command blocked on a named pipe must fail the test, not
+// hang the suite.
+func runWithin(t *testing.T, ctx context.Context, limit time.Duration, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdin, &out, &errb) }()
+	select {
+	case code = <-done:
+		return code, out.String(), errb.String()
+	case <-time.After(limit):
+		t.Fatalf("gatehouse %s still running after %v", strings.Join(args, " "), limit)
+		return 0, "", ""
+	}
 }
 
-func runCLICases(t *testing.T, tests []cliCase) {
+// writeTree creates files under dir; the content "fifo" makes a named
+// pipe, "->X" a symbolic link to X.
+func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := execute(tt.args, &out, &errb)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errb.String())
-			}
-			if !strings.Contains(out.String(), tt.wantStdout) || !strings.Contains(errb.String(), tt.wantStderr) ||
-				tt.wantCode != 0 && tt.wantStdout == "" && out.Len() > 0 {
-				t.Fatalf("stdout %q / stderr %q, want %q / %q", out.String(), errb.String(), tt.wantStdout, tt.wantStderr)
-			}
-		})
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		var err error
+		switch {
+		case content == "fifo":
+			err = syscall.Mkfifo(p, 0o644)
+		case strings.HasPrefix(content, "->"):
+			err = os.Symlink(strings.TrimPrefix(content, "->"), p)
+		default:
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 	"github.com/gatehouse-dev/gatehouse/policies/policycli"
+	"github.com/gatehouse-dev/gatehouse/webhook/admitcli"
 )
 
 // exitError carries a specific exit code out of a subcommand.
@@ -35,7 +36,7 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), policycli.NewCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), limitscli.NewSandboxCommand())
+	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), limitscli.NewSandboxCommand())
 	return root
 }
 

@@ -1,32 +1,37 @@
-package main
+package admitcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
 
-// admitOptions are the flags of `gatehouse admit`.
-type admitOptions struct {
+// Options are the flags of `gatehouse admit`.
+type Options struct {
 	Files                 []string
 	ControlPlaneNamespace string
 	Namespace             string
 	ApplicationNamespaces string
 	TrackingMethod        string
-	PolicyLimits          policyLimitsOptions
+	PolicyLimits          limitscli.Options
 	overrides             settings.Overrides
 }
 
-func (o *admitOptions) AddFlags(fs *pflag.FlagSet) {
+// NewOptions returns the defaults, as AddFlags sets them.
+func NewOptions() *Options {
+	return &Options{ControlPlaneNamespace: settings.DefaultNamespace, PolicyLimits: *limitscli.NewOptions()}
+}
+
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVarP(&o.Files, "filename", "f", nil, "YAML or JSON files or directories to check, or - for standard input (repeatable; directories are read recursively, as kubectl apply -R -f reads them)")
 	fs.StringVar(&o.ControlPlaneNamespace, "control-plane-namespace", settings.DefaultNamespace, "namespace Argo CD runs in")
 	fs.StringVarP(&o.Namespace, "namespace", "n", "", "namespace for objects that name none, as with kubectl apply -n (default: the control-plane namespace)")
@@ -35,7 +40,9 @@ func (o *admitOptions) AddFlags(fs *pflag.FlagSet) {
 	o.PolicyLimits.AddFlags(fs, "policy-capabilities-file", "policy-check-memory")
 }
 
-func (o *admitOptions) Complete(fs *pflag.FlagSet) {
+// Complete notes which of Argo CD's settings the flags override: a flag
+// given, even empty, wins over the input's ConfigMaps.
+func (o *Options) Complete(fs *pflag.FlagSet) {
 	if fs.Changed("application-namespaces") {
 		o.overrides.ApplicationNamespaces = &o.ApplicationNamespaces
 	}
@@ -44,7 +51,8 @@ func (o *admitOptions) Complete(fs *pflag.FlagSet) {
 	}
 }
 
-func (o *admitOptions) Validate() []error {
+// Validate reports every fault of the flags.
+func (o *Options) Validate() error {
 	var errs []error
 	if len(o.Files) == 0 {
 		errs = append(errs, errors.New("give the manifests to check with -f FILE, -f DIR or -f - (standard input)"))
@@ -54,11 +62,12 @@ func (o *admitOptions) Validate() []error {
 			errs = append(errs, fmt.Errorf("--tracking-method: %w", err))
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
-func newAdmitCommand() *cobra.Command {
-	o := &admitOptions{}
+// NewCommand is `gatehouse admit`.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
 	cmd := &cobra.Command{
 		Use:   "admit -f PATH...",
 		Short: "Check manifests offline, with the admission webhook's rules",
@@ -85,89 +94,38 @@ holding no object at all.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags())
-			if errs := o.Validate(); len(errs) > 0 {
-				return errors.Join(errs...)
+			if err := o.Validate(); err != nil {
+				return err
 			}
-			return runAdmit(cmd, o)
+			return o.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runAdmit(cmd *cobra.Command, o *admitOptions) error {
-	limits, err := o.PolicyLimits.limits()
+// Run reviews the manifests and prints a verdict a line on stdout, notes
+// on stderr; a denial ends it with exit status 1.
+func (o *Options) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	limits, err := o.PolicyLimits.Limits()
 	if err != nil {
 		return err
 	}
-	results, notes, err := webhook.Admit(cmd.Context(), o.Files, webhook.AdmitOptions{
+	results, notes, err := webhook.Admit(ctx, o.Files, webhook.AdmitOptions{
 		PolicyLimits:          limits,
 		ControlPlaneNamespace: o.ControlPlaneNamespace,
 		DefaultNamespace:      o.Namespace,
 		Overrides:             o.overrides,
-		Stdin:                 cmd.InOrStdin(),
+		Stdin:                 stdin,
 	})
 	if err != nil {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse:", n)
+		fmt.Fprintln(stderr, "gatehouse:", n)
 	}
-	if printVerdicts(cmd.OutOrStdout(), results) {
-		return exitError{code: 1}
+	if WriteVerdicts(stdout, results) {
+		return cliexit.Error{Code: 1}
 	}
 	return nil
-}
-
-// printVerdicts writes one line per object and its warnings; it reports
-// whether anything was denied.
-func printVerdicts(w io.Writer, results []webhook.AdmitResult) (denied bool) {
-	for _, r := range results {
-		id := fmt.Sprintf("%s %s/%s", printable(r.Kind), printable(r.Namespace), printable(r.Name))
-		if r.Verdict.Allowed {
-			fmt.Fprintf(w, "ALLOW %s\n", id)
-		} else {
-			denied = true
-			fmt.Fprintf(w, "DENY %s: %s\n", id, message(r.Verdict.Reason))
-		}
-		for _, warning := range r.Verdict.Warnings {
-			fmt.Fprintf(w, "WARN %s: %s\n", id, message(warning))
-		}
-	}
-	return denied
-}
-
-// message prepares a reason for a verdict line. A reason may span lines (a
-// Rego compiler error shows the offending line and a caret under it): every
-// line after the first is indented, so each verdict still starts a line of
-// its own. A reason may also quote the input, so control characters (but
-// tabs) and invisible format characters (bidirectional overrides that
-// reorder what a log shows, zero-width ones) are escaped rather than sent
-// to a terminal or CI log.
-func message(s string) string {
-	s = strings.TrimRight(s, "\n")
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString("\n    ")
-		case r == '\t' || (r >= ' ' && !unicode.In(r, unicode.Cc, unicode.Cf)):
-			b.WriteRune(r)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
-
-// printable returns s, or s quoted when it holds anything but printable
-// ASCII: names the API server would refuse may carry control characters,
-// and a verdict line must not carry them into a terminal or CI log.
-func printable(s string) string {
-	for _, r := range s {
-		if r < ' ' || r > '~' {
-			return strconv.QuoteToASCII(s)
-		}
-	}
-	return s
 }
