@@ -466,86 +466,124 @@ func compileBundle(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCach
 // package out, so the policy matches grants from data as opa test does, for
 // tests that compare the two.
 func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValueCache, generate bool) (*compiled, []string, error) {
-	rev := b.Manifest.Revision
-	name := ShortRevision(rev)
-	if name == "" {
-		name = "(no revision)"
-	}
-	if err := checkRevision(rev); err != nil {
-		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, err))
-	}
-	query, err := b.Manifest.Query()
+	src, warnings, err := checkBundle(b)
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, fmt.Errorf("manifest: %w", err)))
+		return nil, warnings, err
 	}
-	regoVersion, err := b.regoVersion()
+	compiler, ref, err := compileModules(b, src, generate)
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy %s: %w", name, inFile(ManifestFile, err))
+		return nil, warnings, err
+	}
+	c, err := prepareCompiled(ctx, b, src, compiler, ref, iqvc)
+	if err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+// bundleSource is what checkBundle reads from a bundle's manifest and data
+// before its Rego is compiled.
+type bundleSource struct {
+	name        string // the revision for errors
+	query       string // the entrypoint
+	regoVersion ast.RegoVersion
+	data        map[string]any
+}
+
+// checkBundle checks what is not Rego: the manifest's revision, entrypoint
+// and Rego version, that there are modules, and the data (whose warnings it
+// returns, even with an error).
+func checkBundle(b Bundle) (bundleSource, []string, error) {
+	src := bundleSource{name: ShortRevision(b.Manifest.Revision)}
+	if src.name == "" {
+		src.name = "(no revision)"
+	}
+	if err := checkRevision(b.Manifest.Revision); err != nil {
+		return src, nil, fmt.Errorf("policy %s: %w", src.name, inFile(ManifestFile, err))
+	}
+	var err error
+	if src.query, err = b.Manifest.Query(); err != nil {
+		return src, nil, fmt.Errorf("policy %s: %w", src.name, inFile(ManifestFile, fmt.Errorf("manifest: %w", err)))
+	}
+	if src.regoVersion, err = b.regoVersion(); err != nil {
+		return src, nil, fmt.Errorf("policy %s: %w", src.name, inFile(ManifestFile, err))
 	}
 	if len(b.Modules) == 0 {
-		return nil, nil, fmt.Errorf("policy %s: no Rego modules", name)
+		return src, nil, fmt.Errorf("policy %s: no Rego modules", src.name)
 	}
-	data := b.Data
-	if data == nil {
-		data = map[string]any{}
+	src.data = b.Data
+	if src.data == nil {
+		src.data = map[string]any{}
 	}
-	warnings, err := ValidateData(data)
+	warnings, err := ValidateData(src.data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
+		return src, warnings, fmt.Errorf("policy %s: %w", src.name, inFile(DataFile, err))
 	}
+	return src, warnings, nil
+}
 
-	modules, err := b.parseModules(regoVersion)
+// compileModules parses and compiles the bundle's modules, with the
+// generated grants if generate and the policy reads them, and checks that
+// they define the entrypoint, whose reference it returns.
+func compileModules(b Bundle, src bundleSource, generate bool) (*ast.Compiler, ast.Ref, error) {
+	modules, err := b.parseModules(src.regoVersion)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", src.name, err)
 	}
 	if err := checkNotGenerated(modules); err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", src.name, err)
 	}
 	if generate && refersToGenerated(modules) {
-		mod, err := generateGrants(data)
+		mod, err := generateGrants(src.data)
 		if err != nil {
-			return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, err))
+			return nil, nil, fmt.Errorf("policy %s: %w", src.name, inFile(DataFile, err))
 		}
 		modules[GeneratedModulePath] = mod
 	}
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(false).
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(src.regoVersion).WithEnablePrintStatements(false).
 		WithCapabilities(b.Capabilities.OPA())
 	compiler.Compile(modules)
 	if compiler.Failed() {
 		explainUndefined(compiler.Errors, b.Capabilities)
-		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, compiler.Errors)
+		return nil, nil, fmt.Errorf("policy %s does not compile: %w", src.name, compiler.Errors)
 	}
-	ref := ast.MustParseRef(query)
+	ref := ast.MustParseRef(src.query)
 	if len(compiler.GetRules(ref)) == 0 {
 		files := b.modulePaths()
 		if b.Manifest.Metadata.Entrypoint != "" {
 			files = append(files, ManifestFile)
 		}
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, &fileError{files: files,
-			err: fmt.Errorf("defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", query, ManifestFile)})
+		return nil, nil, fmt.Errorf("policy %s: %w", src.name, &fileError{files: files,
+			err: fmt.Errorf("defines no rule %s (the entrypoint; set metadata.entrypoint in %s to use another)", src.query, ManifestFile)})
 	}
+	return compiler, ref, nil
+}
 
+// prepareCompiled prepares what the engine evaluates: the data's role
+// index and store, the prepared query and its compiled body.
+func prepareCompiled(ctx context.Context, b Bundle, src bundleSource, compiler *ast.Compiler, ref ast.Ref, iqvc cache.InterQueryValueCache) (*compiled, error) {
+	data := src.data
 	roles, err := newRoleIndex(data)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s: %w", name, inFile(DataFile, fmt.Errorf("bindings: %w", err)))
+		return nil, fmt.Errorf("policy %s: %w", src.name, inFile(DataFile, fmt.Errorf("bindings: %w", err)))
 	}
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
 	ropts := []func(*rego.Rego){
 		rego.Compiler(compiler),
 		rego.Store(store),
-		rego.Query(query),
+		rego.Query(src.query),
 	}
 	if iqvc != nil {
 		ropts = append(ropts, rego.InterQueryBuiltinValueCache(iqvc))
 	}
 	pq, err := rego.New(ropts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, err)
+		return nil, fmt.Errorf("policy %s does not compile: %w", src.name, err)
 	}
 	qc := compiler.QueryCompiler()
 	body, err := qc.Compile(ast.NewBody(ast.Equality.Expr(ast.VarTerm(string(resultVar)), ast.NewTerm(ref))))
 	if err != nil {
-		return nil, warnings, fmt.Errorf("policy %s does not compile: %w", name, err)
+		return nil, fmt.Errorf("policy %s does not compile: %w", src.name, err)
 	}
 	return &compiled{
 		query: pq,
@@ -555,7 +593,7 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		queryCompiler: qc,
 		compiler:      compiler,
 		store:         store,
-		revision:      rev,
+		revision:      b.Manifest.Revision,
 		enforcing:     b.Manifest.IsEnforcing(),
 		withPath:      b.Manifest.Metadata.CacheKeyIncludesPath,
 		checker:       newChecker(),
@@ -563,5 +601,5 @@ func compileBundleWith(ctx context.Context, b Bundle, iqvc cache.InterQueryValue
 		evalCaches:    &evalCaches{},
 
 		controlPlane: controlPlaneNamespace(data),
-	}, warnings, nil
+	}, nil
 }

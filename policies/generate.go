@@ -123,41 +123,60 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 			who = ast.Member.Expr(ast.StringTerm(name), ast.NewTerm(inputRef("user", "roles")))
 		}
 		role := d.Roles[name]
-		for _, grant := range role.Applications {
-			b := &body{}
-			b.applicationGrant(grant)
-			b.holder(who)
-			if grant.Effect == EffectDeny {
-				g.rule("application_denied", ast.StringTerm(name), b.copy())
-				if requireGet {
-					g.boolean("application_deny", b.copy())
-					g.boolean("deny", b)
-				}
-				continue
-			}
-			g.rule("application_allowed", ast.StringTerm(name), b.copy())
+		g.applicationGrants(name, who, role.Applications, requireGet)
+		g.extensionGrants(name, who, role.Extensions)
+	}
+	g.completeRules(requireGet, d.Config.DenyScope)
+	return mod, nil
+}
+
+// applicationGrants appends the rules of one role's applications grants;
+// who is the test that the user holds the role (nil: everyone does).
+func (g *generator) applicationGrants(role string, who *ast.Expr, grants []ApplicationGrant, requireGet bool) {
+	for _, grant := range grants {
+		b := &body{}
+		b.applicationGrant(grant)
+		b.holder(who)
+		if grant.Effect == EffectDeny {
+			g.rule("application_denied", ast.StringTerm(role), b.copy())
 			if requireGet {
-				g.boolean("application_allow", b)
-			}
-		}
-		for _, grant := range role.Extensions {
-			b := &body{}
-			b.extensionGrant(grant)
-			b.holder(who)
-			if grant.Effect == EffectDeny {
-				g.rule("extension_denied", ast.StringTerm(name), b.copy())
-				g.boolean("extension_deny", b.copy())
+				g.boolean("application_deny", b.copy())
 				g.boolean("deny", b)
-				continue
 			}
-			g.rule("extension_allowed", ast.StringTerm(name), b.copy())
-			if len(grant.Headers) > 0 {
-				g.rule("extension_headers", ast.ArrayTerm(ast.StringTerm(name), headersTerm(grant.Headers)), b.copy())
-				g.boolean("headers_apply", b.copy())
-			}
-			g.boolean("extension_allow", b)
+			continue
+		}
+		g.rule("application_allowed", ast.StringTerm(role), b.copy())
+		if requireGet {
+			g.boolean("application_allow", b)
 		}
 	}
+}
+
+// extensionGrants appends the rules of one role's extensions grants.
+func (g *generator) extensionGrants(role string, who *ast.Expr, grants []ExtensionGrant) {
+	for _, grant := range grants {
+		b := &body{}
+		b.extensionGrant(grant)
+		b.holder(who)
+		if grant.Effect == EffectDeny {
+			g.rule("extension_denied", ast.StringTerm(role), b.copy())
+			g.boolean("extension_deny", b.copy())
+			g.boolean("deny", b)
+			continue
+		}
+		g.rule("extension_allowed", ast.StringTerm(role), b.copy())
+		if len(grant.Headers) > 0 {
+			g.rule("extension_headers", ast.ArrayTerm(ast.StringTerm(role), headersTerm(grant.Headers)), b.copy())
+			g.boolean("headers_apply", b.copy())
+		}
+		g.boolean("extension_allow", b)
+	}
+}
+
+// completeRules appends what holds whatever the grants: the requests that
+// need no applications grant, a value for every set and boolean the policy
+// reads, and whether the generated rules decide alone.
+func (g *generator) completeRules(requireGet bool, denyScope string) {
 	// A system request needs no applications grant, nor does any request
 	// with requireApplicationGet off.
 	if requireGet {
@@ -195,10 +214,9 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 	g.constant("available", ast.BooleanTerm(true), false)
 	// In deny scope "all" the booleans decide steps 2 and 3 alone; in deny
 	// scope "subject" a deny rule needs the sets, to find whose it is.
-	if d.Config.DenyScope != DenyScopeSubject {
+	if denyScope != DenyScopeSubject {
 		g.constant("decides", ast.BooleanTerm(true), false)
 	}
-	return mod, nil
 }
 
 // constant appends `name := value`, or `default name := value`.
