@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -317,16 +318,6 @@ func syncDir(r *os.Root, name string, mode fs.FileMode) error {
 	return nil
 }
 
-// fsyncPath fsyncs the directory at p, making renames inside it durable.
-func fsyncPath(p string) error {
-	d, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // install renames the finished temporary directory to versions/<version>. A directory
 // already there (damaged, or holding another manifest) is first moved aside under a
 // temporary name, for collect to remove: rename(2) cannot replace a non-empty directory.
@@ -350,7 +341,7 @@ func (w *Writer) install(tmp, version string) error {
 		}
 		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
 	}
-	if err := fsyncPath(versionsDir(w.root)); err != nil {
+	if err := atomicfile.SyncDir(versionsDir(w.root)); err != nil {
 		return fmt.Errorf("fsync %s: %w", versionsDir(w.root), err)
 	}
 	return nil
@@ -372,7 +363,7 @@ func (w *Writer) swap(version string) error {
 	// The swap has happened and readers see it; an fsync failure only means it might
 	// not survive a machine crash (which ends the Pod and its emptyDir anyway), so it is
 	// logged rather than reported as "current untouched", which would be false.
-	if err := fsyncPath(w.root); err != nil {
+	if err := atomicfile.SyncDir(w.root); err != nil {
 		w.log.Warn("cannot fsync root after swapping current", "error", err)
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 )
 
 // Versions are the snapshot versions the parts serve: the controller's
@@ -298,16 +300,12 @@ func (r *runner) converged(ctx context.Context, ok func(Versions) bool) (Version
 	}
 }
 
-// writeAtomic replaces path as an editor that saves by renaming does; the
-// temporary name is not one the directory source reads.
+// writeAtomic replaces path, keeping its mode, as an editor that saves by
+// renaming does; the temporary name is not one the directory source reads.
 func writeAtomic(path string, data []byte) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tour-edit")
-	if err := os.WriteFile(tmp, data, info.Mode().Perm()); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, info.Mode().Perm())
 }
