@@ -90,7 +90,7 @@ func (w *Writer) Current() (*Manifest, error) {
 // and writing it again (Write or Begin with its manifest) replaces it whole.
 func (w *Writer) VerifyCurrent() (*Manifest, error) {
 	version, err := resolveCurrent(w.root)
-	if errors.Is(err, ErrNoSnapshot) {
+	if errors.Is(err, errNoSnapshot) {
 		return nil, nil
 	}
 	if err != nil {
@@ -120,7 +120,7 @@ func (w *Writer) linkable(version string) bool {
 // current returns the (cached) index of the current version, or nil when none.
 func (w *Writer) current() (*currentIndex, error) {
 	version, err := resolveCurrent(w.root)
-	if errors.Is(err, ErrNoSnapshot) {
+	if errors.Is(err, errNoSnapshot) {
 		return nil, nil
 	}
 	if err != nil {
@@ -159,7 +159,7 @@ func newIndex(m *Manifest) *currentIndex {
 // wrapping fs.ErrNotExist means the version is not there. The agent applies delta
 // announcements to it.
 func (w *Writer) Manifest(version string) (*Manifest, error) {
-	if err := ValidateVersion(version); err != nil {
+	if err := validateVersion(version); err != nil {
 		return nil, fmt.Errorf("snapshot manifest: %w", err)
 	}
 	w.cacheMu.Lock()
@@ -351,7 +351,7 @@ func (w *Writer) install(tmp, version string) error {
 // name, then rename(2) over current, so a reader sees the old target or the new one and
 // never a missing link.
 func (w *Writer) swap(version string) error {
-	link := filepath.Join(w.root, LinkCurrent)
+	link := filepath.Join(w.root, linkCurrent)
 	tmp := tempName(link)
 	if err := os.Symlink(linkTarget(version), tmp); err != nil {
 		return fmt.Errorf("create symlink %s: %w", tmp, err)
@@ -396,7 +396,7 @@ func (w *Writer) collect(keep []string, removeOld bool) {
 		return
 	}
 	for _, e := range roots {
-		if strings.HasPrefix(e.Name(), LinkCurrent+tempInfix) {
+		if strings.HasPrefix(e.Name(), linkCurrent+tempInfix) {
 			p := filepath.Join(w.root, e.Name())
 			if err := os.Remove(p); err != nil {
 				w.log.Warn("cannot remove stale link", "link", p, "error", err)

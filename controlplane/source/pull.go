@@ -23,9 +23,9 @@ type Pulled struct {
 	Warnings []string
 }
 
-// Pull fetches the artifact, then verifies it (Verify) before anyone may
+// pull fetches the artifact, then verifies it (Verify) before anyone may
 // use it.
-func (f *Fetcher) Pull(ctx context.Context, name string, req Request, key *policies.VerificationKey) (Pulled, error) {
+func (f *Fetcher) pull(ctx context.Context, name string, req Request, key *policies.VerificationKey) (Pulled, error) {
 	res, err := f.Fetch(ctx, req)
 	if err != nil {
 		return Pulled{}, err

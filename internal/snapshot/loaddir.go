@@ -43,7 +43,7 @@ func LoadDir(dir string) (*Snapshot, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, File{Path: rel, Kind: KindOf(rel), Data: content})
+		files = append(files, File{Path: rel, Kind: kindOf(rel), Data: content})
 		return nil
 	})
 	if err != nil {

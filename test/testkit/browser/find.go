@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// Find returns the browser to run, or "" and why there is none.
-func Find() (bin, why string) {
+// find returns the browser to run, or "" and why there is none.
+func find() (bin, why string) {
 	if p := os.Getenv("GATEHOUSE_CHROMIUM"); p != "" {
 		if _, err := exec.LookPath(p); err != nil {
 			return "", fmt.Sprintf("GATEHOUSE_CHROMIUM=%s: %v", p, err)
@@ -28,7 +28,7 @@ func Find() (bin, why string) {
 // and how to install it.
 func Require(t testing.TB, what string) string {
 	t.Helper()
-	p, why := Find()
+	p, why := find()
 	if p != "" {
 		return p
 	}
