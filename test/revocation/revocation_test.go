@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,24 +76,7 @@ func content(url string, rev int) *snapshot.Content {
 type proxyProc struct {
 	url, admin string
 	writer     *sidecar.Writer
-	logs       *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs       *testkit.LogBuffer
 }
 
 func freeAddr(t *testing.T) string {
@@ -114,7 +96,7 @@ func startProxy(t *testing.T, c *snapshot.Content) *proxyProc {
 		t.Fatal(err)
 	}
 	listen, admin := freeAddr(t), freeAddr(t)
-	p := &proxyProc{url: "http://" + listen, admin: "http://" + admin, writer: w, logs: &syncBuffer{}}
+	p := &proxyProc{url: "http://" + listen, admin: "http://" + admin, writer: w, logs: &testkit.LogBuffer{}}
 	version, err := testkit.WriteSnapshot(w, c)
 	if err != nil {
 		t.Fatal(err)

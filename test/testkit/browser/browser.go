@@ -2,7 +2,6 @@ package browser
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,13 +11,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // Browser is one headless Chromium with a fresh profile.
 type Browser struct {
 	cmd    *exec.Cmd
 	in     *os.File // Chromium's fd 3
-	logs   *lockedBuffer
+	logs   *testkit.LogBuffer
 	exited chan struct{}
 
 	mu      sync.Mutex
@@ -53,7 +54,7 @@ func Launch(t testing.TB, bin string) *Browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Browser{in: chromeIn, logs: &lockedBuffer{}, exited: make(chan struct{}), pending: map[int]chan message{},
+	b := &Browser{in: chromeIn, logs: &testkit.LogBuffer{}, exited: make(chan struct{}), pending: map[int]chan message{},
 		events: make(chan message, 256)}
 	b.cmd = exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
@@ -90,7 +91,7 @@ func (b *Browser) close(t testing.TB) {
 	}
 	_ = b.in.Close()
 	if t.Failed() {
-		t.Logf("--- chromium ---\n%s", b.logs.tail(40))
+		t.Logf("--- chromium ---\n%s", b.logs.Tail(40))
 	}
 }
 
@@ -174,28 +175,4 @@ func (b *Browser) Decode(ctx context.Context, session, method string, params, ou
 		return err
 	}
 	return json.Unmarshal(raw, out)
-}
-
-// lockedBuffer collects the browser's output; exec copies stdout and stderr
-// from goroutines of its own.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// tail is the last n lines written.
-func (l *lockedBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
