@@ -20,7 +20,7 @@ const (
 	ManifestFile  = "manifest.json"
 )
 
-// tempInfix marks entries that are being built. ValidateVersion refuses it in version
+// tempInfix marks entries that are being built. validateVersion refuses it in version
 // names, so a temporary entry can never be mistaken for a version (or vice versa).
 const tempInfix = ".tmp-"
 
@@ -89,7 +89,7 @@ func versionFromTarget(target string) (string, error) {
 	return name, nil
 }
 
-// resolveCurrent returns the version root/current points at, or ErrNoSnapshot.
+// resolveCurrent returns the version root/current points at, or errNoSnapshot.
 func resolveCurrent(root string) (string, error) {
 	link := filepath.Join(root, linkCurrent)
 	fi, err := os.Lstat(link)

@@ -37,8 +37,8 @@ const (
 	defaultShutdownTimeout = 10 * time.Second
 	defaultRetention       = 15 * time.Minute
 	DefaultStaleAfter      = time.Minute
-	// A connection has DefaultHandshakeTimeout to complete TLS and send
-	// HTTP/2's preface, and at most DefaultMaxHandshakes connections are in
+	// A connection has defaultHandshakeTimeout to complete TLS and send
+	// HTTP/2's preface, and at most defaultMaxHandshakes connections are in
 	// their TLS handshake at once; more wait to be accepted. Agents finish
 	// in milliseconds; what lingers is a scanner or an attack, and the
 	// timeout is how long it can keep a slot.
@@ -105,10 +105,10 @@ type Options struct {
 	// Keepalive (default 20s); agents are told it too.
 	KeepaliveInterval time.Duration
 	// ChunkBytes is the most file content in one DataChunk (default 1 MiB,
-	// at most MaxChunkBytes).
+	// at most maxChunkBytes).
 	ChunkBytes int
-	// Limits default to DefaultMaxFiles, DefaultMaxFileBytes and
-	// DefaultMaxTotalBytes.
+	// Limits default to defaultMaxFiles, defaultMaxFileBytes and
+	// defaultMaxTotalBytes.
 	Limits Limits
 	// ShutdownTimeout bounds the graceful part of shutdown (default 10s).
 	ShutdownTimeout time.Duration
@@ -130,7 +130,7 @@ type Options struct {
 	MaxHandshakes           int
 	MaxHandshakesPerAddress int
 	// IdleConnectionTimeout closes a connection without a stream (default
-	// DefaultIdleConnectionTimeout).
+	// defaultIdleConnectionTimeout).
 	IdleConnectionTimeout time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger

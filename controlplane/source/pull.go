@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// Pulled is the outcome of a successful Pull.
+// Pulled is the outcome of a successful pull.
 type Pulled struct {
 	// Unchanged: the source still offers the previous artifact.
 	Unchanged bool

@@ -19,16 +19,16 @@ type echo struct {
 	Headers map[string]string `json:"headers"`
 }
 
-// redacted stands for the value of a credential header in an Echo: the
+// redacted stands for the value of a credential header in an echo: the
 // backend was sent one (the extension's own, from its configuration), and
 // the answer goes to whoever called the proxy.
 const redacted = "<redacted>"
 
-// credentialHeaders are echoed as Redacted.
+// credentialHeaders are echoed as redacted.
 var credentialHeaders = map[string]bool{"Authorization": true, "Cookie": true, "Proxy-Authorization": true}
 
 // Backend returns a demo extension backend named name: a small JSON API
-// answering every request with its Echo.
+// answering every request with its echo.
 func Backend(name string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := echo{Backend: name, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{}}

@@ -30,7 +30,7 @@ type Options struct {
 	// Stdin is read for the path "-"; nil refuses "-".
 	Stdin io.Reader
 	// MaxFileBytes bounds one file and MaxTotalBytes all of them together;
-	// 0 means DefaultMaxFileBytes and DefaultMaxTotalBytes.
+	// 0 means defaultMaxFileBytes and defaultMaxTotalBytes.
 	MaxFileBytes, MaxTotalBytes int64
 }
 

@@ -66,10 +66,6 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // WithLogger sets where reload failures and refusals are logged.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// withCacheTTL bounds how long a TokenReview result is reused (default
-// DefaultCacheTTL). Static token authenticators ignore it.
-func withCacheTTL(d time.Duration) Option { return func(o *options) { o.cacheTTL = d } }
-
 // fileStamp is what tells a changed file from an unchanged one without
 // reading it: rewrites and symlink swaps (as in Secret volumes) change it.
 type fileStamp struct {

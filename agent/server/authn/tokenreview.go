@@ -53,7 +53,7 @@ type cached struct {
 }
 
 // NewTokenReview returns a TokenReview authenticator. audience "" means
-// DefaultAudience; allowedServiceAccounts are "namespace/name".
+// defaultAudience; allowedServiceAccounts are "namespace/name".
 func NewTokenReview(reviews authenticationv1client.TokenReviewInterface, audience string, allowedServiceAccounts []string, opts ...Option) (*TokenReview, error) {
 	if reviews == nil {
 		return nil, fmt.Errorf("token review authenticator: no TokenReview client")
