@@ -1,4 +1,4 @@
-// Package agent is the channel between the control plane and the agents that
-// run beside every proxy: the protocol (api/v1), the server half that runs in
-// the controller (server) and the client half that runs as a sidecar (client).
+// Package agent owns the delivery of snapshots to every proxy's volume: the protocol (api/v1),
+// the server half in the controller (server, server/authn), the sidecar half (client, agentcli).
+// It must never import controlplane, proxy or webhook; its sidecar half never links k8s.io/ or sigs.k8s.io/.
 package agent

@@ -1,6 +1,6 @@
-// Package policies owns extension authorization: the default Rego policy
-// (extensions/policy.rego, embedded), the data model its grants live in, and
-// the Go code that compiles and evaluates policy bundles with OPA.
+// Package policies owns extension authorization: the default Rego policy, the data model of its
+// grants, and the engine that compiles and evaluates bundles with OPA (casbin: Argo CD RBAC → data).
+// It must never import agent, controlplane, proxy, sidecar or webhook, nor link client-go or gRPC.
 //
 // A Bundle is a set of Rego modules, a data document (data.json) and an
 // optional .manifest. An Engine compiles a bundle once (rego.PrepareForEval),

@@ -1,21 +1,17 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/browser"
 )
 
 // TestCookiesAsChromiumStoresThem is the differential test of the cookie
@@ -32,7 +28,7 @@ import (
 // names another binary). Without one it is skipped, or fails when
 // GATEHOUSE_E2E_BROWSER=required, as make test sets.
 func TestCookiesAsChromiumStoresThem(t *testing.T) {
-	bin := chromiumForTest(t)
+	bin := browser.Require(t, "the cookie differential test")
 	lines := []string{
 		"session=abc; Path=/extensions/cookies; HttpOnly",
 		"session=abc",
@@ -73,22 +69,26 @@ func TestCookiesAsChromiumStoresThem(t *testing.T) {
 	})
 	e := newEnv(t, nil)
 	e.withExtension(system("cookies", snapshot.Backend{Services: services(backend.URL)}, snapshot.Limits{}))
-	b := startChromium(t, bin)
+	b := browser.Launch(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	scope := &headers.CookieScope{Extension: "cookies", RequestPath: "/extensions/cookies/api/query"}
-	// The proxy authenticates the navigation by a header Chromium adds.
-	if _, err := b.call(ctx, b.session, "Network.enable", nil); err != nil {
+	pg, err := b.NewPage(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.call(ctx, b.session, "Network.setExtraHTTPHeaders", map[string]any{
+	scope := &headers.CookieScope{Extension: "cookies", RequestPath: "/extensions/cookies/api/query"}
+	// The proxy authenticates the navigation by a header Chromium adds.
+	if _, err := pg.Call(ctx, "Network.enable", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.Call(ctx, "Network.setExtraHTTPHeaders", map[string]any{
 		"headers": map[string]string{"Authorization": "Bearer " + token("alice")}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, line := range lines {
 		query := "/extensions/cookies/api/query?line=" + strconv.Itoa(i)
-		direct := b.cookiesFrom(ctx, t, backend.URL+query)
-		via := b.cookiesFrom(ctx, t, e.srv.URL+query)
+		direct := cookiesFrom(ctx, t, b, pg, backend.URL+query)
+		via := cookiesFrom(ctx, t, b, pg, e.srv.URL+query)
 		short := fmt.Sprintf("%.70q", line)
 
 		t.Logf("%s: Chromium stores %+v directly, %+v through the proxy", short, direct, via)
@@ -144,206 +144,18 @@ type storedCookie struct {
 	Path   string `json:"path"`
 }
 
-// chromiumForTest is the Chromium binary to run, or skips (fails under
-// GATEHOUSE_E2E_BROWSER=required) with what to do.
-func chromiumForTest(t *testing.T) string {
-	t.Helper()
-	names := []string{"chromium", "chromium-browser"}
-	if p := os.Getenv("GATEHOUSE_CHROMIUM"); p != "" {
-		names = []string{p}
-	}
-	for _, name := range names {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "the cookie differential test needs headless Chromium: run test/tools/install-browser.sh (Debian's chromium), " +
-		"or point GATEHOUSE_CHROMIUM at a Chromium or Chrome binary"
-	if os.Getenv("GATEHOUSE_E2E_BROWSER") == "required" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// chromium is one headless Chromium with one page, driven over the
-// DevTools protocol on its pipe (--remote-debugging-pipe: JSON messages
-// ending in a NUL byte, read on its fd 3, written on its fd 4).
-type chromium struct {
-	in      *os.File
-	session string
-	mu      sync.Mutex
-	next    int
-	pending map[int]chan json.RawMessage
-	loaded  chan struct{}
-}
-
-func startChromium(t *testing.T, bin string) *chromium {
-	t.Helper()
-	toChrome, in, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, fromChrome, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--no-proxy-server", "--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
-	cmd.ExtraFiles = []*os.File{toChrome, fromChrome}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	_ = toChrome.Close()
-	_ = fromChrome.Close()
-	c := &chromium{in: in, pending: map[int]chan json.RawMessage{}, loaded: make(chan struct{}, 1)}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	go c.read(out)
-	t.Cleanup(func() {
-		// Closed, not killed: a killed browser's helpers still write
-		// to its profile while the test removes it.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = c.call(ctx, "", "Browser.close", nil)
-		select {
-		case <-exited:
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = in.Close()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var target struct{ TargetID string }
-	if err := c.decode(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	var attached struct{ SessionID string }
-	if err := c.decode(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
-		t.Fatal(err)
-	}
-	c.session = attached.SessionID
-	if _, err := c.call(ctx, c.session, "Page.enable", nil); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// read hands each answer to its caller and signals each page load.
-func (c *chromium) read(out *os.File) {
-	defer func() { _ = out.Close() }()
-	r := bufio.NewReaderSize(out, 1<<20)
-	for {
-		raw, err := r.ReadBytes(0)
-		if err != nil {
-			c.mu.Lock()
-			for id, ch := range c.pending {
-				close(ch)
-				delete(c.pending, id)
-			}
-			c.mu.Unlock()
-			return
-		}
-		var m struct {
-			ID     int             `json:"id"`
-			Method string          `json:"method"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(raw[:len(raw)-1], &m) != nil {
-			continue
-		}
-		if m.ID == 0 {
-			if m.Method == "Page.loadEventFired" {
-				select {
-				case c.loaded <- struct{}{}:
-				default:
-				}
-			}
-			continue
-		}
-		if m.Error != nil {
-			m.Result = nil
-		}
-		c.mu.Lock()
-		ch := c.pending[m.ID]
-		delete(c.pending, m.ID)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- m.Result
-		}
-	}
-}
-
-// call sends one command (to the browser when session is "") and returns
-// its result.
-func (c *chromium) call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	ch := make(chan json.RawMessage, 1)
-	c.pending[id] = ch
-	c.mu.Unlock()
-	msg := map[string]any{"id": id, "method": method}
-	if session != "" {
-		msg["sessionId"] = session
-	}
-	if params != nil {
-		msg["params"] = params
-	}
-	raw, err := json.Marshal(msg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.in.Write(append(raw, 0)); err != nil {
-		return nil, fmt.Errorf("%s: write to chromium: %w", method, err)
-	}
-	select {
-	case res, ok := <-ch:
-		if !ok || res == nil {
-			return nil, fmt.Errorf("%s: chromium refused the command or exited", method)
-		}
-		return res, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
-	}
-}
-
-func (c *chromium) decode(ctx context.Context, session, method string, params, out any) error {
-	raw, err := c.call(ctx, session, method, params)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, out)
-}
-
 // cookiesFrom empties the cookie store, loads url in the page, and
 // returns the cookies the browser stored from it.
-func (c *chromium) cookiesFrom(ctx context.Context, t *testing.T, url string) []storedCookie {
+func cookiesFrom(ctx context.Context, t *testing.T, b *browser.Browser, pg *browser.Page, url string) []storedCookie {
 	t.Helper()
-	if _, err := c.call(ctx, "", "Storage.clearCookies", nil); err != nil {
+	if _, err := b.Call(ctx, "", "Storage.clearCookies", nil); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-c.loaded: // a late event of an earlier page
-	default:
-	}
-	var nav struct{ ErrorText string }
-	if err := c.decode(ctx, c.session, "Page.navigate", map[string]any{"url": url}, &nav); err != nil || nav.ErrorText != "" {
-		t.Fatalf("navigate to %s: %v %s", url, err, nav.ErrorText)
-	}
-	select {
-	case <-c.loaded:
-	case <-ctx.Done():
-		t.Fatalf("navigate to %s: no load event", url)
+	if err := pg.Navigate(ctx, url); err != nil {
+		t.Fatal(err)
 	}
 	var got struct{ Cookies []storedCookie }
-	if err := c.decode(ctx, "", "Storage.getCookies", nil, &got); err != nil {
+	if err := b.Decode(ctx, "", "Storage.getCookies", nil, &got); err != nil {
 		t.Fatal(err)
 	}
 	return got.Cookies

@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/streamtest"
 )
 
 // fakeClock is the stream registry's and the token verifier's time in a
@@ -70,128 +68,6 @@ func (c *fakeClock) advance(d time.Duration) {
 	}
 }
 
-// streamBackend serves an event stream (/events: one event, then nothing
-// until the client goes), a WebSocket (/shell: "hello", then it reads until
-// the end) and a WebSocket that sends 48 KiB messages without pause
-// (/flood), to catch a close frame written in the middle of a frame.
-func streamBackend(t testing.TB) string {
-	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/events") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: hello\n\n")
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
-		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-		if err != nil {
-			return
-		}
-		defer func() { _ = c.CloseNow() }()
-		ctx := r.Context()
-		if strings.HasSuffix(r.URL.Path, "/flood") {
-			msg := []byte(strings.Repeat("x", 48<<10))
-			for {
-				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
-					return
-				}
-			}
-		}
-		if c.Write(ctx, websocket.MessageText, []byte("hello")) != nil {
-			return
-		}
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
-				return
-			}
-		}
-	}).URL
-}
-
-// openStream is a stream through the proxy, open and past its first
-// message; ended reports how it ended.
-type openStream struct {
-	ended chan streamEnd
-}
-
-type streamEnd struct {
-	at     time.Time
-	status websocket.StatusCode // -1: not a close frame
-	reason string
-	err    error
-}
-
-// openWebSocket dials path through the proxy with a Bearer token, reads
-// the first message, then reads on until the WebSocket ends.
-func openWebSocket(t testing.TB, base, path, tok string) *openStream {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	u := "ws" + strings.TrimPrefix(base, "http") + path + "?argocd-application-name=team-a%3Aweb&argocd-project-name=team-a"
-	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}}) //nolint:bodyclose // the WebSocket's
-	if err != nil {
-		t.Fatalf("dial %s: %v", path, err)
-	}
-	c.SetReadLimit(1 << 20)
-	t.Cleanup(func() { _ = c.CloseNow() })
-	if _, _, err := c.Read(ctx); err != nil {
-		t.Fatalf("first message: %v", err)
-	}
-	s := &openStream{ended: make(chan streamEnd, 1)}
-	go func() {
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
-				end := streamEnd{at: time.Now(), status: websocket.CloseStatus(err), err: err}
-				var ce websocket.CloseError
-				if errors.As(err, &ce) {
-					end.reason = ce.Reason
-				}
-				s.ended <- end
-				return
-			}
-		}
-	}()
-	return s
-}
-
-// openEvents requests an event stream through the proxy, reads the first
-// event, then reads on until the body ends.
-func openEvents(t testing.TB, client *http.Client, base, path, tok string) *openStream {
-	t.Helper()
-	r, _ := http.NewRequest(http.MethodGet, base+path, nil)
-	r.Header.Set("Authorization", "Bearer "+tok)
-	r.Header.Set("Argocd-Application-Name", "team-a:web")
-	r.Header.Set("Argocd-Project-Name", "team-a")
-	resp, err := client.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || line != "data: hello\n" {
-		t.Fatalf("first event: %d %q %v", resp.StatusCode, line, err)
-	}
-	s := &openStream{ended: make(chan streamEnd, 1)}
-	go func() {
-		_, err := io.Copy(io.Discard, br)
-		s.ended <- streamEnd{at: time.Now(), status: -1, err: err}
-	}()
-	return s
-}
-
-// waitEnd is how the stream ended, failing the test if it is still open
-// after limit.
-func (s *openStream) waitEnd(t testing.TB, limit time.Duration) streamEnd {
-	t.Helper()
-	select {
-	case end := <-s.ended:
-		return end
-	case <-time.After(limit):
-		t.Fatalf("the stream is still open %s later", limit)
-		return streamEnd{}
-	}
-}
-
 // TestOpenStreamsAreDecidedAgain: a WebSocket or an event stream opened
 // through the proxy ends within a second of the snapshot that takes its
 // access away (a policy edit, an account disabled, an API key deleted, the
@@ -199,7 +75,7 @@ func (s *openStream) waitEnd(t testing.TB, limit time.Duration) streamEnd {
 // WebSocket with close code 1008 and the reason, an event stream cut off.
 // A snapshot that changes nothing it depends on leaves it open.
 func TestOpenStreamsAreDecidedAgain(t *testing.T) {
-	backend := streamBackend(t)
+	backend := streamtest.Backend(t)
 	const keyID = "key-1"
 	causes := []struct {
 		name   string
@@ -256,14 +132,14 @@ func TestOpenStreamsAreDecidedAgain(t *testing.T) {
 				if cause.apiKey {
 					tok = testkit.ArgoCDToken(secretKey, "alice:apiKey", clk.Now(), time.Hour, map[string]any{"jti": keyID})
 				}
-				var s *openStream
+				var ended <-chan streamtest.End
 				switch kind {
 				case "websocket":
-					s = openWebSocket(t, e.srv.URL, "/extensions/terminal/shell", tok)
+					_, ended = streamtest.OpenWebSocket(t, e.srv.URL+"/extensions/terminal/shell", tok)
 				case "websocket mid-frame":
-					s = openWebSocket(t, e.srv.URL, "/extensions/terminal/flood", tok)
+					_, ended = streamtest.OpenWebSocket(t, e.srv.URL+"/extensions/terminal/flood", tok)
 				default:
-					s = openEvents(t, e.srv.Client(), e.srv.URL, "/extensions/terminal/events", tok)
+					ended = streamtest.OpenEvents(t, e.srv.Client(), e.srv.URL+"/extensions/terminal/events", tok)
 				}
 				// A snapshot that changes nothing the stream depends on.
 				e.content.Applications = append(e.content.Applications, snapshot.Application{Namespace: "team-a", Name: "other", Project: "team-a",
@@ -271,23 +147,23 @@ func TestOpenStreamsAreDecidedAgain(t *testing.T) {
 				e.load(e.content)
 				eventually(t, "the stream is decided again", func() bool { return e.p.streamsDecidedWith(e.p.table.Load()) })
 				select {
-				case end := <-s.ended:
+				case end := <-ended:
 					t.Fatalf("a snapshot that changed nothing it depends on ended the stream: %+v", end)
 				default:
 				}
 
 				revoked := time.Now()
 				cause.revoke(e, clk)
-				end := s.waitEnd(t, 5*time.Second)
-				if took := end.at.Sub(revoked); took > time.Second {
+				end := streamtest.WaitEnd(t, "stream", ended, 5*time.Second)
+				if took := end.At.Sub(revoked); took > time.Second {
 					t.Errorf("the stream ended %s after the revocation, want within 1s", took)
 				}
 				if kind == "events" {
-					if end.err == nil {
+					if end.Err == nil {
 						t.Errorf("the event stream ended cleanly: want it cut off, so a client does not take it for complete")
 					}
-				} else if end.status != websocket.StatusPolicyViolation || end.reason != closeReasons[cause.reason] {
-					t.Errorf("the WebSocket ended with %v (%q): want close code 1008 and %q", end.err, end.reason, closeReasons[cause.reason])
+				} else if end.Status != websocket.StatusPolicyViolation || end.Reason != closeReasons[cause.reason] {
+					t.Errorf("the WebSocket ended with %v (%q): want close code 1008 and %q", end.Err, end.Reason, closeReasons[cause.reason])
 				}
 				if got := counter(t, e.reg, "gatehouse_proxy_streams_ended_total", map[string]string{"reason": string(cause.reason)}); got != 1 {
 					t.Errorf("gatehouse_proxy_streams_ended_total{reason=%q} = %v, want 1", cause.reason, got)

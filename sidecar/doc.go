@@ -1,7 +1,9 @@
-// Package sidecar owns the contract of the volume shared by the agent and the proxy:
-// the file layout, the manifest that lists and hashes every file (package snapshot's
-// FileMetas, with the version's name), the atomic writer the agent uses, and the
-// verifying loader and watcher the proxy uses.
+// Package sidecar owns the contract of the volume shared by the agent and the proxy: the layout,
+// the manifest that lists and hashes every file, the atomic writer, the verifying loader and watcher.
+// It must never import agent, controlplane, proxy or webhook, nor link k8s.io/, sigs.k8s.io/ or gRPC.
+//
+// The manifest's entries are package snapshot's FileMetas, with the version's name; the
+// agent uses the writer, the proxy the loader and watcher.
 //
 // # Layout
 //

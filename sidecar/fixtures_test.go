@@ -125,14 +125,14 @@ func pointCurrent(t *testing.T, root, target string) {
 	if err := os.Symlink(target, tmp); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(root, LinkCurrent)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(root, linkCurrent)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func currentTarget(t *testing.T, root string) string {
 	t.Helper()
-	target, err := os.Readlink(filepath.Join(root, LinkCurrent))
+	target, err := os.Readlink(filepath.Join(root, linkCurrent))
 	if err != nil {
 		t.Fatalf("read current: %v", err)
 	}

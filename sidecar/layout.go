@@ -16,11 +16,11 @@ import (
 const (
 	SchemaVersion = 1
 	DirVersions   = "versions"
-	LinkCurrent   = "current"
+	linkCurrent   = "current"
 	ManifestFile  = "manifest.json"
 )
 
-// tempInfix marks entries that are being built. ValidateVersion refuses it in version
+// tempInfix marks entries that are being built. validateVersion refuses it in version
 // names, so a temporary entry can never be mistaken for a version (or vice versa).
 const tempInfix = ".tmp-"
 
@@ -33,8 +33,8 @@ const (
 	modeSecretFile  fs.FileMode = 0o600
 )
 
-// ErrNoSnapshot is returned (wrapped) by Load when the root has no current link yet.
-var ErrNoSnapshot = errors.New("no current snapshot")
+// errNoSnapshot is returned (wrapped) by Load when the root has no current link yet.
+var errNoSnapshot = errors.New("no current snapshot")
 
 // fileMode is the mode a file is written with. Secrets are always 0600. Other files
 // keep the manifest's owner and group bits, never others' (nothing outside the Pod's
@@ -81,32 +81,32 @@ func linkTarget(version string) string { return DirVersions + "/" + version }
 func versionFromTarget(target string) (string, error) {
 	name, ok := strings.CutPrefix(target, DirVersions+"/")
 	if !ok {
-		return "", fmt.Errorf("%s points at %q, not inside %s/", LinkCurrent, target, DirVersions)
+		return "", fmt.Errorf("%s points at %q, not inside %s/", linkCurrent, target, DirVersions)
 	}
-	if err := ValidateVersion(name); err != nil {
-		return "", fmt.Errorf("%s points at %q: %w", LinkCurrent, target, err)
+	if err := validateVersion(name); err != nil {
+		return "", fmt.Errorf("%s points at %q: %w", linkCurrent, target, err)
 	}
 	return name, nil
 }
 
-// resolveCurrent returns the version root/current points at, or ErrNoSnapshot.
+// resolveCurrent returns the version root/current points at, or errNoSnapshot.
 func resolveCurrent(root string) (string, error) {
-	link := filepath.Join(root, LinkCurrent)
+	link := filepath.Join(root, linkCurrent)
 	fi, err := os.Lstat(link)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", ErrNoSnapshot
+		return "", errNoSnapshot
 	}
 	if err != nil {
-		return "", fmt.Errorf("inspect %s: %w", LinkCurrent, err)
+		return "", fmt.Errorf("inspect %s: %w", linkCurrent, err)
 	}
 	if fi.Mode()&fs.ModeSymlink == 0 {
-		return "", fmt.Errorf("%s is a %s, not a symlink", LinkCurrent, fi.Mode().Type())
+		return "", fmt.Errorf("%s is a %s, not a symlink", linkCurrent, fi.Mode().Type())
 	}
 	target, err := os.Readlink(link)
 	if err != nil {
 		// Replaced between Lstat and Readlink: report it like any other read error,
 		// the caller's next scan sees the new link.
-		return "", fmt.Errorf("read %s: %w", LinkCurrent, err)
+		return "", fmt.Errorf("read %s: %w", linkCurrent, err)
 	}
 	return versionFromTarget(target)
 }

@@ -69,10 +69,10 @@ func ValidatePath(p string) error {
 	return snapshot.ValidatePath(p)
 }
 
-// ValidateVersion accepts 1-128 characters of [A-Za-z0-9._-], except "." and "..",
+// validateVersion accepts 1-128 characters of [A-Za-z0-9._-], except "." and "..",
 // and except names containing ".tmp-", which the writer reserves for directories
 // still being built (they are garbage-collected, so a version named so would vanish).
-func ValidateVersion(v string) error {
+func validateVersion(v string) error {
 	switch {
 	case v == "":
 		return errors.New("version is empty")
@@ -105,7 +105,7 @@ func (m *Manifest) Validate(l Limits) error {
 	if m.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("schemaVersion %d is not supported (want %d)", m.SchemaVersion, SchemaVersion)
 	}
-	if err := ValidateVersion(m.Version); err != nil {
+	if err := validateVersion(m.Version); err != nil {
 		return err
 	}
 	// Count first: a manifest with millions of entries is refused before any work.

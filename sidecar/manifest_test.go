@@ -64,7 +64,7 @@ func TestValidateVersion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ValidateVersion(tt.version)
+			err := validateVersion(tt.version)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("ValidateVersion(%q) = %v, want accepted", tt.version, err)
@@ -191,7 +191,7 @@ func FuzzManifestValidate(f *testing.F) {
 		if m.Validate(Limits{}) != nil {
 			return
 		}
-		if ValidateVersion(m.Version) != nil {
+		if validateVersion(m.Version) != nil {
 			t.Fatalf("valid manifest with invalid version %q", m.Version)
 		}
 		seen := map[string]bool{}

@@ -86,7 +86,7 @@ func verify(f snapshot.FileMeta, b []byte) error {
 
 // Load reads the version current points at, with every check in the package
 // documentation (Trust). Any problem is an error naming the version and the file;
-// nothing partial is returned. Without a current link the error wraps ErrNoSnapshot.
+// nothing partial is returned. Without a current link the error wraps errNoSnapshot.
 func Load(root string, l Limits) (*Snapshot, error) {
 	version, err := resolveCurrent(root)
 	if err != nil {

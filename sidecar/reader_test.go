@@ -36,7 +36,7 @@ func TestLoad(t *testing.T) {
 
 func TestLoadWithoutSnapshot(t *testing.T) {
 	_, err := Load(t.TempDir(), Limits{})
-	if !errors.Is(err, ErrNoSnapshot) {
+	if !errors.Is(err, errNoSnapshot) {
 		t.Fatalf("Load of an empty root = %v, want ErrNoSnapshot", err)
 	}
 }
@@ -185,8 +185,8 @@ func TestLoadRefuses(t *testing.T) {
 		{
 			name: "current is a directory, not a symlink",
 			breakIt: func(t *testing.T, root string) {
-				must(t, os.Remove(filepath.Join(root, LinkCurrent)))
-				must(t, os.Mkdir(filepath.Join(root, LinkCurrent), 0o700))
+				must(t, os.Remove(filepath.Join(root, linkCurrent)))
+				must(t, os.Mkdir(filepath.Join(root, linkCurrent), 0o700))
 			},
 			wantErr: []string{"current", "not a symlink"},
 		},

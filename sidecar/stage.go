@@ -75,7 +75,7 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 
 	prev, rerr := resolveCurrent(w.root)
 	switch {
-	case errors.Is(rerr, ErrNoSnapshot):
+	case errors.Is(rerr, errNoSnapshot):
 		prev = ""
 	case rerr != nil:
 		// A broken link must not wedge the agent forever: replacing it is the repair.

@@ -191,7 +191,7 @@ func (w *watcher) scan(ctx context.Context) {
 			return
 		}
 		version, err := resolveCurrent(w.root)
-		if errors.Is(err, ErrNoSnapshot) {
+		if errors.Is(err, errNoSnapshot) {
 			// Nothing written yet (or the link was removed): keep what we have.
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -89,7 +90,7 @@ func (w *Writer) Current() (*Manifest, error) {
 // and writing it again (Write or Begin with its manifest) replaces it whole.
 func (w *Writer) VerifyCurrent() (*Manifest, error) {
 	version, err := resolveCurrent(w.root)
-	if errors.Is(err, ErrNoSnapshot) {
+	if errors.Is(err, errNoSnapshot) {
 		return nil, nil
 	}
 	if err != nil {
@@ -119,7 +120,7 @@ func (w *Writer) linkable(version string) bool {
 // current returns the (cached) index of the current version, or nil when none.
 func (w *Writer) current() (*currentIndex, error) {
 	version, err := resolveCurrent(w.root)
-	if errors.Is(err, ErrNoSnapshot) {
+	if errors.Is(err, errNoSnapshot) {
 		return nil, nil
 	}
 	if err != nil {
@@ -158,7 +159,7 @@ func newIndex(m *Manifest) *currentIndex {
 // wrapping fs.ErrNotExist means the version is not there. The agent applies delta
 // announcements to it.
 func (w *Writer) Manifest(version string) (*Manifest, error) {
-	if err := ValidateVersion(version); err != nil {
+	if err := validateVersion(version); err != nil {
 		return nil, fmt.Errorf("snapshot manifest: %w", err)
 	}
 	w.cacheMu.Lock()
@@ -317,16 +318,6 @@ func syncDir(r *os.Root, name string, mode fs.FileMode) error {
 	return nil
 }
 
-// fsyncPath fsyncs the directory at p, making renames inside it durable.
-func fsyncPath(p string) error {
-	d, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // install renames the finished temporary directory to versions/<version>. A directory
 // already there (damaged, or holding another manifest) is first moved aside under a
 // temporary name, for collect to remove: rename(2) cannot replace a non-empty directory.
@@ -350,7 +341,7 @@ func (w *Writer) install(tmp, version string) error {
 		}
 		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
 	}
-	if err := fsyncPath(versionsDir(w.root)); err != nil {
+	if err := atomicfile.SyncDir(versionsDir(w.root)); err != nil {
 		return fmt.Errorf("fsync %s: %w", versionsDir(w.root), err)
 	}
 	return nil
@@ -360,7 +351,7 @@ func (w *Writer) install(tmp, version string) error {
 // name, then rename(2) over current, so a reader sees the old target or the new one and
 // never a missing link.
 func (w *Writer) swap(version string) error {
-	link := filepath.Join(w.root, LinkCurrent)
+	link := filepath.Join(w.root, linkCurrent)
 	tmp := tempName(link)
 	if err := os.Symlink(linkTarget(version), tmp); err != nil {
 		return fmt.Errorf("create symlink %s: %w", tmp, err)
@@ -372,7 +363,7 @@ func (w *Writer) swap(version string) error {
 	// The swap has happened and readers see it; an fsync failure only means it might
 	// not survive a machine crash (which ends the Pod and its emptyDir anyway), so it is
 	// logged rather than reported as "current untouched", which would be false.
-	if err := fsyncPath(w.root); err != nil {
+	if err := atomicfile.SyncDir(w.root); err != nil {
 		w.log.Warn("cannot fsync root after swapping current", "error", err)
 	}
 	return nil
@@ -405,7 +396,7 @@ func (w *Writer) collect(keep []string, removeOld bool) {
 		return
 	}
 	for _, e := range roots {
-		if strings.HasPrefix(e.Name(), LinkCurrent+tempInfix) {
+		if strings.HasPrefix(e.Name(), linkCurrent+tempInfix) {
 			p := filepath.Join(w.root, e.Name())
 			if err := os.Remove(p); err != nil {
 				w.log.Warn("cannot remove stale link", "link", p, "error", err)

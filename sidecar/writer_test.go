@@ -127,7 +127,7 @@ func TestWriterRefusesInvalidManifestWithoutTouchingDisk(t *testing.T) {
 	if got := versionDirs(t, root); len(got) != 0 {
 		t.Fatalf("versions/ holds %v, want nothing", got)
 	}
-	if _, err := os.Lstat(filepath.Join(root, LinkCurrent)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(root, linkCurrent)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("current exists after a refused write: %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestWriterRewritingCurrentIsANoOp(t *testing.T) {
 	w := newTestWriter(t, root)
 	m := mustWrite(t, w, "v1", standardFiles("v1")...)
 	dirBefore, _ := os.Lstat(filepath.Join(root, DirVersions, "v1"))
-	linkBefore, _ := os.Lstat(filepath.Join(root, LinkCurrent))
+	linkBefore, _ := os.Lstat(filepath.Join(root, linkCurrent))
 
 	err := w.Write(m, func(string) ([]byte, error) {
 		t.Error("content asked for while rewriting the current version")
@@ -214,7 +214,7 @@ func TestWriterRewritingCurrentIsANoOp(t *testing.T) {
 		t.Fatalf("Write of the current version = %v, want nil", err)
 	}
 	dirAfter, _ := os.Lstat(filepath.Join(root, DirVersions, "v1"))
-	linkAfter, _ := os.Lstat(filepath.Join(root, LinkCurrent))
+	linkAfter, _ := os.Lstat(filepath.Join(root, linkCurrent))
 	if !os.SameFile(dirBefore, dirAfter) || !os.SameFile(linkBefore, linkAfter) {
 		t.Fatal("the version directory or the current link was replaced")
 	}

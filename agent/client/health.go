@@ -38,8 +38,8 @@ type Status struct {
 	ConnectionError string
 }
 
-// Summary is Status in one line, as /readyz prints it.
-func (s Status) Summary() string {
+// summary is Status in one line, as /readyz prints it.
+func (s Status) summary() string {
 	if s.Serving == "" {
 		return "no snapshot served yet" + suffix(s.Reason)
 	}

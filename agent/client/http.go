@@ -21,10 +21,10 @@ func (a *Agent) AdminHandler(gatherer prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		st := a.Status()
 		if !st.Ready {
-			http.Error(w, st.Summary(), http.StatusServiceUnavailable)
+			http.Error(w, st.summary(), http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, st.Summary())
+		fmt.Fprintln(w, st.summary())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	return mux

@@ -83,7 +83,7 @@ func (s *Server) CommandChannel(stream grpc.BidiStreamingServer[agentv1.Command,
 	}
 	accept := s.envelope(id.AgentID, r.cmd.GetMetadata().GetMessageId())
 	accept.Payload = &agentv1.Command_ConnectResponse{
-		ConnectResponse: &agentv1.AgentConnectResponse{Accepted: true, Settings: s.Settings(), CurrentVersion: s.currentVersion()},
+		ConnectResponse: &agentv1.AgentConnectResponse{Accepted: true, Settings: s.settings(), CurrentVersion: s.currentVersion()},
 	}
 	if err := stream.Send(accept); err != nil {
 		return err

@@ -131,7 +131,7 @@ func TestConnectValidation(t *testing.T) {
 	t.Run("agent id is the token's pod uid", func(t *testing.T) {
 		a, resp := h.connect("pod-token", &agentv1.AgentConnectRequest{AgentId: "what-the-agent-says", Pod: &agentv1.PodRef{Uid: boundUID}, AgentVersion: "v9"})
 		st := resp.GetSettings()
-		if st.GetKeepaliveInterval().AsDuration() != DefaultKeepaliveInterval || st.GetMaxChunkBytes() != DefaultChunkBytes || st.GetMaxFiles() != DefaultMaxFiles {
+		if st.GetKeepaliveInterval().AsDuration() != defaultKeepaliveInterval || st.GetMaxChunkBytes() != DefaultChunkBytes || st.GetMaxFiles() != defaultMaxFiles {
 			t.Errorf("settings %v, want the defaults", st)
 		}
 		eventually(t, "the agent is registered", func() bool { _, ok := h.agent(boundUID); return ok })
@@ -166,7 +166,7 @@ func TestAnnouncementsAndStatuses(t *testing.T) {
 
 	// WRITTEN is recorded but is not delivery; APPLIED is.
 	a.report(ann, agentv1.ConfigState_CONFIG_STATE_WRITTEN, "")
-	eventually(t, "WRITTEN is recorded", func() bool { g, _ := h.agent("agent-a"); return g.LastStatus == StatusWritten })
+	eventually(t, "WRITTEN is recorded", func() bool { g, _ := h.agent("agent-a"); return g.LastStatus == statusWritten })
 	if g, _ := h.agent("agent-a"); g.VersionServed != "" || g.InSync {
 		t.Errorf("WRITTEN counted as served: %+v", g)
 	}

@@ -159,15 +159,15 @@ func TestDownloadChunkSizeIsClamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPublish(t, h.srv, snap)
-	if got := h.srv.Settings().GetMaxChunkBytes(); got != MaxChunkBytes {
-		t.Errorf("max_chunk_bytes %d, want %d", got, MaxChunkBytes)
+	if got := h.srv.settings().GetMaxChunkBytes(); got != maxChunkBytes {
+		t.Errorf("max_chunk_bytes %d, want %d", got, maxChunkBytes)
 	}
 	sum := sha256.Sum256(content)
 	hdr, files, err := download(t, h.client(dialOpts{}), "token-a", snap.Version(), hex.EncodeToString(sum[:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hdr.GetChunkBytes() != MaxChunkBytes || !bytes.Equal(files[hex.EncodeToString(sum[:])], content) {
+	if hdr.GetChunkBytes() != maxChunkBytes || !bytes.Equal(files[hex.EncodeToString(sum[:])], content) {
 		t.Fatalf("chunk_bytes %d, content intact %v", hdr.GetChunkBytes(), bytes.Equal(files[hex.EncodeToString(sum[:])], content))
 	}
 }

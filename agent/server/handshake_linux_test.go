@@ -33,7 +33,7 @@ func TestOnePeerCannotTakeEveryHandshakeSlot(t *testing.T) {
 		agentGetsIn bool
 	}{
 		{name: "per-address bound at its default", agentGetsIn: true},
-		{name: "per-address bound as large as the global one", perAddress: DefaultMaxHandshakes, agentGetsIn: false},
+		{name: "per-address bound as large as the global one", perAddress: defaultMaxHandshakes, agentGetsIn: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The shipped defaults otherwise, the handshake timeout included.
@@ -57,10 +57,10 @@ func TestOnePeerCannotTakeEveryHandshakeSlot(t *testing.T) {
 			eventually(t, "every idle connection holds a slot or is refused, as far as the slots go", func() bool {
 				held := int64(testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress"))
 				refused, _ := labelled(gather(t, h, "gatehouse_agentserver_handshake_failures_total"), map[string]string{"reason": handshakeAddressLimit})
-				return held == DefaultMaxHandshakes || held+int64(refused) == idle
+				return held == defaultMaxHandshakes || held+int64(refused) == idle
 			})
-			if held := int64(testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress")); held != min(perAddress, DefaultMaxHandshakes) {
-				t.Errorf("%d idle connections from one address hold a slot, want %d", held, min(perAddress, DefaultMaxHandshakes))
+			if held := int64(testutilCounter(t, h, "gatehouse_agentserver_handshakes_in_progress")); held != min(perAddress, defaultMaxHandshakes) {
+				t.Errorf("%d idle connections from one address hold a slot, want %d", held, min(perAddress, defaultMaxHandshakes))
 			}
 
 			start := time.Now()

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,8 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // Connections that never start TLS are held for HandshakeTimeout at most,
@@ -81,7 +81,7 @@ func TestHandshakesAreBoundedInTimeAndNumber(t *testing.T) {
 // (rate-limited), and in a counter.
 func TestMissingClientCertificateIsLoggedAndCounted(t *testing.T) {
 	clientCA := newTestCA(t, "client-ca")
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	h := newHarness(t, func(o *Options) {
 		caFile := filepath.Join(filepath.Dir(o.CertFile), "client-ca.crt")
 		writeAtomic(t, caFile, clientCA.certPEM)
@@ -106,7 +106,7 @@ func TestMissingClientCertificateIsLoggedAndCounted(t *testing.T) {
 // A flood of failed handshakes is logged as a burst, then a line a second
 // that says how many were left out.
 func TestHandshakeLogIsRateLimited(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	hl := newHandshakeLog(slog.New(slog.NewTextHandler(logs, nil)))
 	now := time.Unix(1_800_000_000, 0)
 	hl.now = func() time.Time { return now }
@@ -148,23 +148,6 @@ func closedByServer(c net.Conn, limit time.Duration) error {
 		return nil
 	}
 	return err
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // A client that completes TLS and then holds no stream is let go after

@@ -3,18 +3,12 @@ package server
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,6 +22,8 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -51,53 +47,35 @@ type testCert struct {
 
 func newTestCA(t testing.TB, name string) *testCert {
 	t.Helper()
-	return signTestCert(t, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: name},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, nil)
+	kp, err := certgen.NewCA(testCertSpec(name, certgen.Spec{KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCert{cert: kp.Cert, key: kp.Key, certPEM: kp.CertPEM, keyPEM: kp.KeyPEM}
 }
 
 // leaf issues a certificate for localhost and 127.0.0.1 usable by servers
 // and clients.
 func (ca *testCert) leaf(t testing.TB, name string) *testCert {
 	t.Helper()
-	return signTestCert(t, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: name},
+	signer := &certgen.KeyPair{Cert: ca.cert, Key: ca.key}
+	kp, err := signer.Issue(testCertSpec(name, certgen.Spec{
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}, ca)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCert{cert: kp.Cert, key: kp.Key, certPEM: kp.CertPEM, keyPEM: kp.KeyPEM}
 }
 
-func signTestCert(t testing.TB, tmpl *x509.Certificate, parent *testCert) *testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
-	signer, signerKey := tmpl, key
-	if parent != nil {
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	return &testCert{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
+// testCertSpec names s and makes it valid from an hour ago for a day.
+func testCertSpec(name string, s certgen.Spec) certgen.Spec {
+	s.CommonName = name
+	s.NotBefore, s.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	return s
 }
 
 func (c *testCert) pool() *x509.CertPool {
@@ -119,11 +97,7 @@ func (c *testCert) tlsCert(t testing.TB) tls.Certificate {
 // write elsewhere, then rename over.
 func writeAtomic(t testing.TB, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

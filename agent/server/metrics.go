@@ -159,7 +159,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 
 func stateLabel(s string) string {
 	switch s {
-	case StatusWritten:
+	case statusWritten:
 		return "written"
 	case StatusApplied:
 		return "applied"

@@ -14,7 +14,7 @@ import (
 
 // Last states an agent can report, as they appear in AgentStatus.
 const (
-	StatusWritten  = "WRITTEN"
+	statusWritten  = "WRITTEN"
 	StatusApplied  = "APPLIED"
 	StatusRejected = "REJECTED"
 )
@@ -449,7 +449,7 @@ func (s *Server) recordStatus(c *agentConn, correlationID string, st *agentv1.Co
 	now := s.now()
 	switch st.GetState() {
 	case agentv1.ConfigState_CONFIG_STATE_WRITTEN:
-		rec.lastStatus = StatusWritten
+		rec.lastStatus = statusWritten
 		rec.lastError, rec.lastClass, rec.fileErrors = "", "", nil
 	case agentv1.ConfigState_CONFIG_STATE_APPLIED:
 		rec.lastStatus = StatusApplied

@@ -29,39 +29,39 @@ import (
 
 // Defaults and bounds of Options.
 const (
-	DefaultKeepaliveInterval = 20 * time.Second
+	defaultKeepaliveInterval = 20 * time.Second
 	DefaultChunkBytes        = 1 << 20
-	// MaxChunkBytes keeps every DataChunk, envelope included, under gRPC's
+	// maxChunkBytes keeps every DataChunk, envelope included, under gRPC's
 	// default 4 MiB receive limit.
-	MaxChunkBytes          = 4<<20 - 64<<10
-	DefaultShutdownTimeout = 10 * time.Second
-	DefaultRetention       = 15 * time.Minute
+	maxChunkBytes          = 4<<20 - 64<<10
+	defaultShutdownTimeout = 10 * time.Second
+	defaultRetention       = 15 * time.Minute
 	DefaultStaleAfter      = time.Minute
-	// A connection has DefaultHandshakeTimeout to complete TLS and send
-	// HTTP/2's preface, and at most DefaultMaxHandshakes connections are in
+	// A connection has defaultHandshakeTimeout to complete TLS and send
+	// HTTP/2's preface, and at most defaultMaxHandshakes connections are in
 	// their TLS handshake at once; more wait to be accepted. Agents finish
 	// in milliseconds; what lingers is a scanner or an attack, and the
 	// timeout is how long it can keep a slot.
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultMaxHandshakes    = 256
+	defaultHandshakeTimeout = 5 * time.Second
+	defaultMaxHandshakes    = 256
 	// DefaultMaxHandshakesPerAddress is how many of those slots one source
 	// address may hold; a connection beyond it is closed at once. An agent
 	// has one connection in its handshake at a time, from its Pod's IP;
 	// this leaves room for a few behind one SNAT address, and takes 16
 	// addresses to fill the slots.
 	DefaultMaxHandshakesPerAddress = 16
-	// DefaultIdleConnectionTimeout closes a connection that has held no
+	// defaultIdleConnectionTimeout closes a connection that has held no
 	// stream for this long. An agent always holds its CommandChannel, and
 	// reconnects at once if its connection goes; a connection without one
 	// is a client that completed TLS and then sat there (pings alone do
 	// not keep it).
-	DefaultIdleConnectionTimeout = 5 * time.Minute
+	defaultIdleConnectionTimeout = 5 * time.Minute
 
 	// The limits are the agents' own (snapshot's defaults), so a snapshot
 	// the server publishes is one agents will take.
-	DefaultMaxFiles      = snapshot.DefaultMaxFiles
-	DefaultMaxFileBytes  = snapshot.DefaultMaxFileBytes
-	DefaultMaxTotalBytes = snapshot.DefaultMaxTotalBytes
+	defaultMaxFiles      = snapshot.DefaultMaxFiles
+	defaultMaxFileBytes  = snapshot.DefaultMaxFileBytes
+	defaultMaxTotalBytes = snapshot.DefaultMaxTotalBytes
 
 	// connectTimeout bounds the wait for an agent's connect_request.
 	connectTimeout = 30 * time.Second
@@ -105,10 +105,10 @@ type Options struct {
 	// Keepalive (default 20s); agents are told it too.
 	KeepaliveInterval time.Duration
 	// ChunkBytes is the most file content in one DataChunk (default 1 MiB,
-	// at most MaxChunkBytes).
+	// at most maxChunkBytes).
 	ChunkBytes int
-	// Limits default to DefaultMaxFiles, DefaultMaxFileBytes and
-	// DefaultMaxTotalBytes.
+	// Limits default to defaultMaxFiles, defaultMaxFileBytes and
+	// defaultMaxTotalBytes.
 	Limits Limits
 	// ShutdownTimeout bounds the graceful part of shutdown (default 10s).
 	ShutdownTimeout time.Duration
@@ -130,7 +130,7 @@ type Options struct {
 	MaxHandshakes           int
 	MaxHandshakesPerAddress int
 	// IdleConnectionTimeout closes a connection without a stream (default
-	// DefaultIdleConnectionTimeout).
+	// defaultIdleConnectionTimeout).
 	IdleConnectionTimeout time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -152,41 +152,41 @@ func (o *Options) complete() error {
 		o.TLSCheckEvery = defaultCheckEvery
 	}
 	if o.KeepaliveInterval <= 0 {
-		o.KeepaliveInterval = DefaultKeepaliveInterval
+		o.KeepaliveInterval = defaultKeepaliveInterval
 	}
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = DefaultChunkBytes
 	}
-	o.ChunkBytes = min(o.ChunkBytes, MaxChunkBytes)
+	o.ChunkBytes = min(o.ChunkBytes, maxChunkBytes)
 	if o.Limits.MaxFiles == 0 {
-		o.Limits.MaxFiles = DefaultMaxFiles
+		o.Limits.MaxFiles = defaultMaxFiles
 	}
 	if o.Limits.MaxFileBytes == 0 {
-		o.Limits.MaxFileBytes = DefaultMaxFileBytes
+		o.Limits.MaxFileBytes = defaultMaxFileBytes
 	}
 	if o.Limits.MaxTotalBytes == 0 {
-		o.Limits.MaxTotalBytes = DefaultMaxTotalBytes
+		o.Limits.MaxTotalBytes = defaultMaxTotalBytes
 	}
 	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
+		o.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if o.Retention <= 0 {
-		o.Retention = DefaultRetention
+		o.Retention = defaultRetention
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
 	}
 	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultHandshakeTimeout
+		o.HandshakeTimeout = defaultHandshakeTimeout
 	}
 	if o.MaxHandshakes <= 0 {
-		o.MaxHandshakes = DefaultMaxHandshakes
+		o.MaxHandshakes = defaultMaxHandshakes
 	}
 	if o.MaxHandshakesPerAddress <= 0 {
 		o.MaxHandshakesPerAddress = DefaultMaxHandshakesPerAddress
 	}
 	if o.IdleConnectionTimeout <= 0 {
-		o.IdleConnectionTimeout = DefaultIdleConnectionTimeout
+		o.IdleConnectionTimeout = defaultIdleConnectionTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -277,8 +277,8 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// Settings are the RuntimeSettings sent to every accepted agent.
-func (s *Server) Settings() *agentv1.RuntimeSettings {
+// settings are the RuntimeSettings sent to every accepted agent.
+func (s *Server) settings() *agentv1.RuntimeSettings {
 	return &agentv1.RuntimeSettings{
 		KeepaliveInterval: durationProto(s.o.KeepaliveInterval),
 		MaxChunkBytes:     uint32(s.o.ChunkBytes),

@@ -39,7 +39,7 @@ func BenchmarkPull(b *testing.B) {
 	req := Request{URL: r.URL("bench/grants:v1"), Credentials: creds}
 	b.Run("oci-1MiB", func(b *testing.B) {
 		for b.Loop() {
-			p, err := f.Pull(ctx, "grants", req, nil)
+			p, err := f.pull(ctx, "grants", req, nil)
 			if err != nil || p.Unchanged {
 				b.Fatal(err, p.Unchanged)
 			}
@@ -54,7 +54,7 @@ func BenchmarkPull(b *testing.B) {
 		unchanged.Previous = first.Artifact
 		sent := r.BlobBytes.Load()
 		for b.Loop() {
-			p, err := f.Pull(ctx, "grants", unchanged, nil)
+			p, err := f.pull(ctx, "grants", unchanged, nil)
 			if err != nil || !p.Unchanged {
 				b.Fatal(err, p.Unchanged)
 			}

@@ -19,17 +19,17 @@ type Lookup func(ctx context.Context, kind, name string) (typ string, data map[s
 // PullBundle checks a PolicyBundle's spec, reads the Secret and key it
 // names, and pulls (Pull) its artifact. prev is the artifact serving now.
 func (f *Fetcher) PullBundle(ctx context.Context, name string, spec *gatehousev1.PolicyBundleSpec, lookup Lookup, prev *Artifact, maxBytes int64) (Pulled, error) {
-	req, key, err := Prepare(ctx, spec, lookup)
+	req, key, err := prepare(ctx, spec, lookup)
 	if err != nil {
 		return Pulled{}, err
 	}
 	req.Previous, req.MaxBytes = prev, maxBytes
-	return f.Pull(ctx, name, req, key)
+	return f.pull(ctx, name, req, key)
 }
 
-// Prepare turns a spec into a Request: it validates the spec, and reads the
+// prepare turns a spec into a Request: it validates the spec, and reads the
 // credentials and the verification key from the objects it names.
-func Prepare(ctx context.Context, spec *gatehousev1.PolicyBundleSpec, lookup Lookup) (Request, *policies.VerificationKey, error) {
+func prepare(ctx context.Context, spec *gatehousev1.PolicyBundleSpec, lookup Lookup) (Request, *policies.VerificationKey, error) {
 	if errs := spec.Validate(); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
@@ -52,7 +52,7 @@ func Prepare(ctx context.Context, spec *gatehousev1.PolicyBundleSpec, lookup Loo
 			r, _ := gatehousev1.ParseOCIReference(spec.URL)
 			host = r.Host
 		}
-		if req.Credentials, err = SecretCredentials(ref.Name, typ, data, scheme, host); err != nil {
+		if req.Credentials, err = secretCredentials(ref.Name, typ, data, scheme, host); err != nil {
 			return req, nil, err
 		}
 	}

@@ -16,7 +16,7 @@ func TestPrepare(t *testing.T) {
 		data map[string][]byte
 	}{
 		"Secret/registry": {gatehousev1.SecretTypeDockerConfigJSON, dockerConfig("r.example", "u", "p")},
-		"Secret/web":      {gatehousev1.SecretTypeOpaque, map[string][]byte{KeyAuthorization: []byte("Bearer t")}},
+		"Secret/web":      {gatehousev1.SecretTypeOpaque, map[string][]byte{keyAuthorization: []byte("Bearer t")}},
 		"ConfigMap/keys":  {"", map[string][]byte{"signer.pem": pub, "junk.pem": []byte("junk")}},
 	}
 	lookup := func(_ context.Context, kind, name string) (string, map[string][]byte, bool, error) {
@@ -52,7 +52,7 @@ func TestPrepare(t *testing.T) {
 			reason: gatehousev1.ReasonInvalidSpec, says: "http:// has no TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, k, err := Prepare(context.Background(), &tc.spec, lookup)
+			req, k, err := prepare(context.Background(), &tc.spec, lookup)
 			if tc.reason == "" {
 				if err != nil || req.Credentials == nil || req.Credentials.Username != "u" || k == nil || k.Algorithm != "RS256" {
 					t.Fatalf("got %+v, %+v, %v", req, k, err)

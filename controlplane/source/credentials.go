@@ -30,17 +30,17 @@ type Credentials struct {
 
 // Keys a PolicyBundle's Secret is read from.
 const (
-	KeyUsername         = "username"
-	KeyPassword         = "password"
-	KeyAuthorization    = "authorization"
-	KeyCA               = "ca.crt"
-	KeyDockerConfigJSON = ".dockerconfigjson"
+	keyUsername         = "username"
+	keyPassword         = "password"
+	keyAuthorization    = "authorization"
+	keyCA               = "ca.crt"
+	keyDockerConfigJSON = ".dockerconfigjson"
 )
 
-// SecretCredentials reads a Secret of type typ for a fetch of a URL with
+// secretCredentials reads a Secret of type typ for a fetch of a URL with
 // scheme from registry host (oci:// only). Only the keys the scheme's
 // Secret types define are read; the errors name keys, never values.
-func SecretCredentials(name, typ string, data map[string][]byte, scheme, host string) (*Credentials, error) {
+func secretCredentials(name, typ string, data map[string][]byte, scheme, host string) (*Credentials, error) {
 	if typ == "" {
 		typ = gatehousev1.SecretTypeOpaque
 	}
@@ -51,21 +51,21 @@ func SecretCredentials(name, typ string, data map[string][]byte, scheme, host st
 	c := &Credentials{}
 	switch typ {
 	case gatehousev1.SecretTypeDockerConfigJSON:
-		if err := c.fromDockerConfig(name, data[KeyDockerConfigJSON], host); err != nil {
+		if err := c.fromDockerConfig(name, data[keyDockerConfigJSON], host); err != nil {
 			return nil, err
 		}
 	case gatehousev1.SecretTypeBasicAuth:
-		u, hasU := data[KeyUsername]
-		p, hasP := data[KeyPassword]
+		u, hasU := data[keyUsername]
+		p, hasP := data[keyPassword]
 		if !hasU || !hasP {
 			return nil, errorf(gatehousev1.ReasonSecretInvalid, "Secret %q (%s) needs both username and password; it has %s", name, typ, keyList(data))
 		}
 		c.Username, c.Password = string(u), string(p)
 	default: // Opaque, for http(s)://
-		a, hasA := data[KeyAuthorization]
-		u, hasU := data[KeyUsername]
-		p, hasP := data[KeyPassword]
-		_, hasCA := data[KeyCA]
+		a, hasA := data[keyAuthorization]
+		u, hasU := data[keyUsername]
+		p, hasP := data[keyPassword]
+		_, hasCA := data[keyCA]
 		switch {
 		case hasA:
 			// authorization wins over username and password.
@@ -81,7 +81,7 @@ func SecretCredentials(name, typ string, data map[string][]byte, scheme, host st
 			return nil, errorf(gatehousev1.ReasonSecretInvalid, "Secret %q holds none of authorization, username and password (it has %s): add them, or drop spec.secretRef to fetch anonymously", name, keyList(data))
 		}
 	}
-	if ca, ok := data[KeyCA]; ok && scheme != gatehousev1.SchemeHTTP {
+	if ca, ok := data[keyCA]; ok && scheme != gatehousev1.SchemeHTTP {
 		if !x509.NewCertPool().AppendCertsFromPEM(ca) {
 			return nil, errorf(gatehousev1.ReasonSecretInvalid, "Secret %q: ca.crt holds no PEM certificate", name)
 		}
@@ -133,13 +133,13 @@ const dockerHubIndex = "https://index.docker.io/v1/"
 // over username and password, as in Docker.
 func (c *Credentials) fromDockerConfig(name string, raw []byte, host string) error {
 	if len(raw) == 0 {
-		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q has no %s key", name, KeyDockerConfigJSON)
+		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q has no %s key", name, keyDockerConfigJSON)
 	}
 	var cfg struct {
 		Auths map[string]dockerAuth `json:"auths"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q: %s is not a Docker config (JSON with \"auths\"): %v", name, KeyDockerConfigJSON, jsonErrorOffset(err))
+		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q: %s is not a Docker config (JSON with \"auths\"): %v", name, keyDockerConfigJSON, jsonErrorOffset(err))
 	}
 	lookup := host
 	switch host {

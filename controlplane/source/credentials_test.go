@@ -11,7 +11,7 @@ import (
 func TestDockerConfigMatchesAsDocker(t *testing.T) {
 	auth := func(u, p string) string { return base64.StdEncoding.EncodeToString([]byte(u + ":" + p)) }
 	cfg := func(entries string) map[string][]byte {
-		return map[string][]byte{KeyDockerConfigJSON: []byte(`{"auths": {` + entries + `}}`)}
+		return map[string][]byte{keyDockerConfigJSON: []byte(`{"auths": {` + entries + `}}`)}
 	}
 	for _, tc := range []struct {
 		name, host, entries string
@@ -31,7 +31,7 @@ func TestDockerConfigMatchesAsDocker(t *testing.T) {
 		{name: "an empty entry", host: "r.example", entries: `"r.example": {}`, says: "holds no username"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := SecretCredentials("pull", gatehousev1.SecretTypeDockerConfigJSON, cfg(tc.entries), gatehousev1.SchemeOCI, tc.host)
+			c, err := secretCredentials("pull", gatehousev1.SecretTypeDockerConfigJSON, cfg(tc.entries), gatehousev1.SchemeOCI, tc.host)
 			if tc.says != "" {
 				if Reason(err) != gatehousev1.ReasonSecretInvalid || !strings.Contains(err.Error(), tc.says) {
 					t.Fatalf("got %v, want SecretInvalid saying %q", err, tc.says)
@@ -66,10 +66,10 @@ func TestSecretCredentialsRefusesWhatItCannotUse(t *testing.T) {
 		{"basic-auth without password", gatehousev1.SecretTypeBasicAuth, "oci", map[string][]byte{"username": []byte("u")}, "needs both username and password"},
 		{"ca.crt that is not PEM", gatehousev1.SecretTypeOpaque, "https", map[string][]byte{"authorization": []byte("Bearer x"), "ca.crt": []byte("nope")}, "ca.crt holds no PEM"},
 		{"no .dockerconfigjson", gatehousev1.SecretTypeDockerConfigJSON, "oci", map[string][]byte{}, "has no .dockerconfigjson key"},
-		{"not JSON", gatehousev1.SecretTypeDockerConfigJSON, "oci", map[string][]byte{KeyDockerConfigJSON: []byte(`{"auths": {"x": {"password": "hunter2"`)}, "syntax error at byte"},
+		{"not JSON", gatehousev1.SecretTypeDockerConfigJSON, "oci", map[string][]byte{keyDockerConfigJSON: []byte(`{"auths": {"x": {"password": "hunter2"`)}, "syntax error at byte"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := SecretCredentials("s", tc.typ, tc.data, tc.scheme, "x")
+			_, err := secretCredentials("s", tc.typ, tc.data, tc.scheme, "x")
 			if Reason(err) != gatehousev1.ReasonSecretInvalid || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("got %v, want SecretInvalid saying %q", err, tc.says)
 			}
@@ -80,7 +80,7 @@ func TestSecretCredentialsRefusesWhatItCannotUse(t *testing.T) {
 	}
 	// A Secret with only a CA is an anonymous fetch that trusts it.
 	ca := newBundleServerCA(t)
-	c, err := SecretCredentials("s", gatehousev1.SecretTypeOpaque, map[string][]byte{KeyCA: ca}, "https", "")
+	c, err := secretCredentials("s", gatehousev1.SecretTypeOpaque, map[string][]byte{keyCA: ca}, "https", "")
 	if err != nil || len(c.CA) == 0 || c.Username != "" || c.Authorization != "" {
 		t.Fatalf("CA alone: got %+v, %v", c, err)
 	}

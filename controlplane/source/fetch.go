@@ -64,7 +64,7 @@ type Options struct {
 	RootCAs *x509.CertPool
 	// UserAgent of every request.
 	UserAgent string
-	// PolicyLimits are what Pull verifies a bundle under (Verify).
+	// PolicyLimits are what pull verifies a bundle under (Verify).
 	PolicyLimits policies.Limits
 }
 

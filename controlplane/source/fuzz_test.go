@@ -37,7 +37,7 @@ func FuzzDockerConfig(f *testing.F) {
 	f.Add([]byte(`{"auths": {"https://index.docker.io/v1/": {"username": "u", "password": "hunter2"}}}`), "docker.io")
 	f.Add([]byte(`{"auths": {"r": {"password": "hunter2"`), "r")
 	f.Fuzz(func(t *testing.T, raw []byte, host string) {
-		_, err := SecretCredentials("s", gatehousev1.SecretTypeDockerConfigJSON, map[string][]byte{KeyDockerConfigJSON: raw}, gatehousev1.SchemeOCI, host)
+		_, err := secretCredentials("s", gatehousev1.SecretTypeDockerConfigJSON, map[string][]byte{keyDockerConfigJSON: raw}, gatehousev1.SchemeOCI, host)
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Fatalf("the error quotes the password: %v", err)
 		}

@@ -104,7 +104,7 @@ func requireBearer(r *http.Request) bool { return r.Header.Get("Authorization") 
 
 func credsFrom(t *testing.T, typ string, data map[string][]byte, scheme string) *Credentials {
 	t.Helper()
-	c, err := SecretCredentials("web", typ, data, scheme, "")
+	c, err := secretCredentials("web", typ, data, scheme, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +130,17 @@ func TestHTTPFetch(t *testing.T) {
 		says     string
 	}{
 		{name: "anonymous"},
-		{name: "Basic from username and password", check: requireBasic, secret: map[string][]byte{KeyUsername: []byte(testUser), KeyPassword: []byte(testPassword)}},
+		{name: "Basic from username and password", check: requireBasic, secret: map[string][]byte{keyUsername: []byte(testUser), keyPassword: []byte(testPassword)}},
 		{name: "Basic from a basic-auth Secret", check: requireBasic, typ: gatehousev1.SecretTypeBasicAuth,
-			secret: map[string][]byte{KeyUsername: []byte(testUser), KeyPassword: []byte(testPassword)}},
-		{name: "a bearer header from authorization", check: requireBearer, secret: map[string][]byte{KeyAuthorization: []byte("Bearer b3ar3r\n")}},
+			secret: map[string][]byte{keyUsername: []byte(testUser), keyPassword: []byte(testPassword)}},
+		{name: "a bearer header from authorization", check: requireBearer, secret: map[string][]byte{keyAuthorization: []byte("Bearer b3ar3r\n")}},
 		{name: "authorization beats username and password", check: requireBearer,
-			secret: map[string][]byte{KeyAuthorization: []byte("Bearer b3ar3r"), KeyUsername: []byte(testUser), KeyPassword: []byte(testPassword)}},
-		{name: "wrong password", check: requireBasic, secret: map[string][]byte{KeyUsername: []byte(testUser), KeyPassword: []byte("wrong")},
+			secret: map[string][]byte{keyAuthorization: []byte("Bearer b3ar3r"), keyUsername: []byte(testUser), keyPassword: []byte(testPassword)}},
+		{name: "wrong password", check: requireBasic, secret: map[string][]byte{keyUsername: []byte(testUser), keyPassword: []byte("wrong")},
 			reason: gatehousev1.ReasonAuthenticationFailed, says: "401 Unauthorized: check the credentials"},
 		{name: "no Secret for a server that wants one", check: requireBearer, reason: gatehousev1.ReasonAuthenticationFailed, says: "name a Secret"},
 		{name: "not found", path: "/nope.tar.gz", reason: gatehousev1.ReasonNotFound, says: "404"},
-		{name: "TLS with ca.crt from the Secret", tls: true, withCA: true, check: requireBearer, secret: map[string][]byte{KeyAuthorization: []byte("Bearer b3ar3r")}},
+		{name: "TLS with ca.crt from the Secret", tls: true, withCA: true, check: requireBearer, secret: map[string][]byte{keyAuthorization: []byte("Bearer b3ar3r")}},
 		{name: "TLS with insecureSkipTLSVerify", tls: true, insecure: true},
 		{name: "TLS from an unknown authority", tls: true, reason: gatehousev1.ReasonFetchFailed, says: "put the CA in ca.crt"},
 		{name: "sha256 pin", pin: hex.EncodeToString(sum[:])},
@@ -160,7 +160,7 @@ func TestHTTPFetch(t *testing.T) {
 					data[k] = v
 				}
 				if tc.withCA {
-					data[KeyCA] = s.caPEM()
+					data[keyCA] = s.caPEM()
 				}
 				typ := tc.typ
 				if typ == "" {

@@ -25,8 +25,8 @@ import (
 // `opa`'s documentation pushes it with oras): an image manifest whose
 // config is an image config and whose layer is the bundle's .tar.gz.
 const (
-	MediaTypeBundleLayer  = ocispec.MediaTypeImageLayerGzip
-	MediaTypeBundleConfig = ocispec.MediaTypeImageConfig
+	mediaTypeBundleLayer  = ocispec.MediaTypeImageLayerGzip
+	mediaTypeBundleConfig = ocispec.MediaTypeImageConfig
 )
 
 // layerTitle names the layer in the registry, as `oras push` does.
@@ -184,7 +184,7 @@ func fetchManifest(ctx context.Context, repo *remote.Repository, desc ocispec.De
 				return child, nil
 			}
 		}
-		return nil, fmt.Errorf("no manifest in the image index holds a %s layer", MediaTypeBundleLayer)
+		return nil, fmt.Errorf("no manifest in the image index holds a %s layer", mediaTypeBundleLayer)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -195,7 +195,7 @@ func fetchManifest(ctx context.Context, repo *remote.Repository, desc ocispec.De
 
 func opaLayer(m *ocispec.Manifest) (ocispec.Descriptor, bool) {
 	for _, l := range m.Layers {
-		if l.MediaType == MediaTypeBundleLayer {
+		if l.MediaType == mediaTypeBundleLayer {
 			return l, true
 		}
 	}
@@ -226,10 +226,10 @@ func bundleLayer(where string, m *ocispec.Manifest) (ocispec.Descriptor, error) 
 			types = append(types, l.MediaType)
 		}
 		return ocispec.Descriptor{}, errorf(gatehousev1.ReasonInvalidBundle, "%s holds no bundle layer (media type %s, or a .tar.gz file); its layers are [%s]",
-			where, MediaTypeBundleLayer, strings.Join(types, ", "))
+			where, mediaTypeBundleLayer, strings.Join(types, ", "))
 	}
 	return ocispec.Descriptor{}, errorf(gatehousev1.ReasonInvalidBundle, "%s holds %d .tar.gz layers and none of media type %s: push the bundle alone, or with that media type",
-		where, len(found), MediaTypeBundleLayer)
+		where, len(found), mediaTypeBundleLayer)
 }
 
 // ociError maps a registry's answer to a reason.
@@ -290,8 +290,8 @@ func (f *Fetcher) Push(ctx context.Context, url string, bundle []byte, o PushOpt
 		}
 		where := "oci://" + ref.String()
 		config := []byte("{}")
-		configDesc := content.NewDescriptorFromBytes(MediaTypeBundleConfig, config)
-		layerDesc := content.NewDescriptorFromBytes(MediaTypeBundleLayer, bundle)
+		configDesc := content.NewDescriptorFromBytes(mediaTypeBundleConfig, config)
+		layerDesc := content.NewDescriptorFromBytes(mediaTypeBundleLayer, bundle)
 		layerDesc.Annotations = map[string]string{ocispec.AnnotationTitle: layerTitle}
 		for _, b := range []struct {
 			desc ocispec.Descriptor

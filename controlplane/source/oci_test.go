@@ -48,7 +48,7 @@ func TestOCIFetch(t *testing.T) {
 	}
 	dockerWithCA := func(r *testRegistry) (string, map[string][]byte) {
 		d := dockerConfig(r.host, testUser, testPassword)
-		d[KeyCA] = r.caPEM()
+		d[keyCA] = r.caPEM()
 		return gatehousev1.SecretTypeDockerConfigJSON, d
 	}
 	for _, tc := range []struct {
@@ -65,7 +65,7 @@ func TestOCIFetch(t *testing.T) {
 		{name: "anonymous, TLS from an unknown authority", setup: setup{mode: anonymous, tls: true}, reason: gatehousev1.ReasonFetchFailed,
 			says: "put the CA in ca.crt"},
 		{name: "basic auth, basic-auth Secret with ca.crt", setup: setup{mode: basicAuth, tls: true, secret: func(r *testRegistry) (string, map[string][]byte) {
-			return gatehousev1.SecretTypeBasicAuth, map[string][]byte{KeyUsername: []byte(testUser), KeyPassword: []byte(testPassword), KeyCA: r.caPEM()}
+			return gatehousev1.SecretTypeBasicAuth, map[string][]byte{keyUsername: []byte(testUser), keyPassword: []byte(testPassword), keyCA: r.caPEM()}
 		}}},
 		{name: "bearer tokens, dockerconfigjson with auth only", setup: setup{mode: bearerAuth, tls: true, secret: dockerWithCA}},
 		{name: "bearer tokens over plain HTTP", setup: setup{mode: bearerAuth, secret: func(r *testRegistry) (string, map[string][]byte) {
@@ -96,7 +96,7 @@ func TestOCIFetch(t *testing.T) {
 			}
 			if tc.setup.secret != nil {
 				typ, data := tc.setup.secret(r)
-				c, err := SecretCredentials("registry", typ, data, gatehousev1.SchemeOCI, r.host)
+				c, err := secretCredentials("registry", typ, data, gatehousev1.SchemeOCI, r.host)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -201,9 +201,9 @@ func TestOCIBundleLayerSelection(t *testing.T) {
 	r := newTestRegistry(t, anonymous, false)
 	b := string(testBundle(t, "v1"))
 	const tarLayer = "application/vnd.oci.image.layer.v1.tar"
-	pushManifest(t, r, "p", "opa", ocispec.MediaTypeImageManifest, [3]string{"text/plain", "README", "hi"}, [3]string{MediaTypeBundleLayer, "", b})
+	pushManifest(t, r, "p", "opa", ocispec.MediaTypeImageManifest, [3]string{"text/plain", "README", "hi"}, [3]string{mediaTypeBundleLayer, "", b})
 	pushManifest(t, r, "p", "plain-targz", ocispec.MediaTypeImageManifest, [3]string{tarLayer, "policy.tar.gz", b})
-	pushManifest(t, r, "p", "docker", "application/vnd.docker.distribution.manifest.v2+json", [3]string{MediaTypeBundleLayer, "", b})
+	pushManifest(t, r, "p", "docker", "application/vnd.docker.distribution.manifest.v2+json", [3]string{mediaTypeBundleLayer, "", b})
 	pushManifest(t, r, "p", "none", ocispec.MediaTypeImageManifest, [3]string{"text/plain", "README", "hi"})
 	pushManifest(t, r, "p", "two", ocispec.MediaTypeImageManifest, [3]string{tarLayer, "a.tar.gz", b}, [3]string{tarLayer, "b.tgz", b})
 	for tag, want := range map[string]string{"opa": "", "plain-targz": "", "docker": "", "none": "holds no bundle layer", "two": "holds 2 .tar.gz layers"} {

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// Pulled is the outcome of a successful Pull.
+// Pulled is the outcome of a successful pull.
 type Pulled struct {
 	// Unchanged: the source still offers the previous artifact.
 	Unchanged bool
@@ -23,9 +23,9 @@ type Pulled struct {
 	Warnings []string
 }
 
-// Pull fetches the artifact, then verifies it (Verify) before anyone may
+// pull fetches the artifact, then verifies it (Verify) before anyone may
 // use it.
-func (f *Fetcher) Pull(ctx context.Context, name string, req Request, key *policies.VerificationKey) (Pulled, error) {
+func (f *Fetcher) pull(ctx context.Context, name string, req Request, key *policies.VerificationKey) (Pulled, error) {
 	res, err := f.Fetch(ctx, req)
 	if err != nil {
 		return Pulled{}, err

@@ -100,7 +100,7 @@ func TestPullFromRegistry(t *testing.T) {
 	pushed := push(t, r, "policies/extensions:v3", w.b)
 	f := newTestFetcher()
 	req := Request{URL: r.url("policies/extensions:v3"), SHA256: strings.TrimPrefix(pushed.LayerDigest, "sha256:"), Credentials: basicCreds(r.caPEM())}
-	p, err := f.Pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub})
+	p, err := f.pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +108,13 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Fatalf("got %+v", p)
 	}
 	req.Previous = p.Artifact
-	if again, err := f.Pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub}); err != nil || !again.Unchanged {
+	if again, err := f.pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub}); err != nil || !again.Unchanged {
 		t.Fatalf("again: %+v, %v", again, err)
 	}
 	// The same bytes, unsigned, under another tag: refused.
 	push(t, r, "policies/extensions:unsigned", testBundle(t, "x"))
 	req = Request{URL: r.url("policies/extensions:unsigned"), Credentials: basicCreds(r.caPEM())}
-	if _, err := f.Pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub}); Reason(err) != gatehousev1.ReasonSignatureInvalid {
+	if _, err := f.pull(context.Background(), "extensions", req, &policies.VerificationKey{PEM: pub}); Reason(err) != gatehousev1.ReasonSignatureInvalid {
 		t.Fatalf("unsigned with a key: got %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func (r *testRegistry) url(repoTag string) string { return r.URL(repoTag) }
 // the base64 "auth" field.
 func dockerConfig(host, user, password string) map[string][]byte {
 	r := &testkit.Registry{Host: host}
-	return map[string][]byte{KeyDockerConfigJSON: r.DockerConfig(user, password)}
+	return map[string][]byte{keyDockerConfigJSON: r.DockerConfig(user, password)}
 }
 
 // testBundle is a small valid OPA bundle: the default policy's data.

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Echo is what a demo backend answers: which backend it is, and the request
+// echo is what a demo backend answers: which backend it is, and the request
 // as it arrived, headers included, so a person sees what the proxy told it.
-type Echo struct {
+type echo struct {
 	// Backend names the cluster (or clusters) the backend serves.
 	Backend string `json:"backend"`
 	Method  string `json:"method"`
@@ -19,23 +19,23 @@ type Echo struct {
 	Headers map[string]string `json:"headers"`
 }
 
-// Redacted stands for the value of a credential header in an Echo: the
+// redacted stands for the value of a credential header in an echo: the
 // backend was sent one (the extension's own, from its configuration), and
 // the answer goes to whoever called the proxy.
-const Redacted = "<redacted>"
+const redacted = "<redacted>"
 
-// credentialHeaders are echoed as Redacted.
+// credentialHeaders are echoed as redacted.
 var credentialHeaders = map[string]bool{"Authorization": true, "Cookie": true, "Proxy-Authorization": true}
 
 // Backend returns a demo extension backend named name: a small JSON API
-// answering every request with its Echo.
+// answering every request with its echo.
 func Backend(name string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := Echo{Backend: name, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{}}
+		e := echo{Backend: name, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{}}
 		for k, v := range r.Header {
 			e.Headers[k] = strings.Join(v, ", ")
 			if credentialHeaders[k] {
-				e.Headers[k] = Redacted
+				e.Headers[k] = redacted
 			}
 		}
 		writeJSON(w, e)

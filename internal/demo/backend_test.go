@@ -16,12 +16,12 @@ func TestBackendEchoesWhatItWasSentWithoutCredentials(t *testing.T) {
 	r.Header.Add("X-Forwarded-For", "127.0.0.1")
 	w := httptest.NewRecorder()
 	Backend("in-cluster").ServeHTTP(w, r)
-	var e Echo
+	var e echo
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 		t.Fatalf("answer is not an Echo: %v: %s", err, w.Body)
 	}
-	want := Echo{Backend: "in-cluster", Method: "POST", Path: "/api/v1/query", Query: "query=up", Headers: map[string]string{
-		"Authorization": Redacted, "Cookie": Redacted, "Argocd-Username": "alice", "X-Forwarded-For": "10.0.0.1, 127.0.0.1",
+	want := echo{Backend: "in-cluster", Method: "POST", Path: "/api/v1/query", Query: "query=up", Headers: map[string]string{
+		"Authorization": redacted, "Cookie": redacted, "Argocd-Username": "alice", "X-Forwarded-For": "10.0.0.1, 127.0.0.1",
 	}}
 	if e.Backend != want.Backend || e.Method != want.Method || e.Path != want.Path || e.Query != want.Query || len(e.Headers) != len(want.Headers) {
 		t.Fatalf("echo %+v, want %+v", e, want)

@@ -132,7 +132,7 @@ func readTour(ctx context.Context, dir, ns string) (*Tour, error) {
 		if err := o.Into(&cm); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Origin, err)
 		}
-		t, err := ParseTour([]byte(cm.Data[TourKey]))
+		t, err := parseTour([]byte(cm.Data[TourKey]))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Origin, err)
 		}

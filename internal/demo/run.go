@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 )
 
 // Versions are the snapshot versions the parts serve: the controller's
@@ -24,11 +26,11 @@ func (v Versions) Converged() bool {
 }
 
 func (v Versions) String() string {
-	return fmt.Sprintf("controller %s, agent %s, proxy %s", Short(v.Controller), Short(v.Agent), Short(v.Proxy))
+	return fmt.Sprintf("controller %s, agent %s, proxy %s", short(v.Controller), short(v.Agent), short(v.Proxy))
 }
 
-// Short is a version as people read it: its first 12 characters.
-func Short(v string) string {
+// short is a version as people read it: its first 12 characters.
+func short(v string) string {
 	if v == "" {
 		return "none"
 	}
@@ -147,8 +149,8 @@ func (c *Call) method() string {
 	return c.Method
 }
 
-// Request is the call as an HTTP request to the proxy at base.
-func (c *Call) Request(ctx context.Context, base, token string) (*http.Request, error) {
+// request is the call as an HTTP request to the proxy at base.
+func (c *Call) request(ctx context.Context, base, token string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, c.method(), strings.TrimSuffix(base, "/")+c.Path, nil)
 	if err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func (r *runner) call(ctx context.Context, c *Call, want *Expect) string {
 	if err != nil {
 		return fmt.Sprintf("mint a token for %s: %v", c.User, err)
 	}
-	req, err := c.Request(ctx, r.env.ProxyURL, tok)
+	req, err := c.request(ctx, r.env.ProxyURL, tok)
 	if err != nil {
 		return err.Error()
 	}
@@ -185,20 +187,20 @@ func (r *runner) call(ctx context.Context, c *Call, want *Expect) string {
 	if err != nil {
 		return fmt.Sprintf("reading the answer: %v", err)
 	}
-	var echo Echo
+	var got echo
 	var refusal struct{ Error, Reason string }
 	switch {
-	case resp.StatusCode == http.StatusOK && json.Unmarshal(body, &echo) == nil && echo.Backend != "":
-		r.printf("   -> %d from the demo backend of %s, which was sent:\n", resp.StatusCode, echo.Backend)
-		names := make([]string, 0, len(echo.Headers))
-		for k := range echo.Headers {
+	case resp.StatusCode == http.StatusOK && json.Unmarshal(body, &got) == nil && got.Backend != "":
+		r.printf("   -> %d from the demo backend of %s, which was sent:\n", resp.StatusCode, got.Backend)
+		names := make([]string, 0, len(got.Headers))
+		for k := range got.Headers {
 			if !boringHeaders[k] {
 				names = append(names, k)
 			}
 		}
 		slices.Sort(names)
 		for _, k := range names {
-			r.printf("        %s: %s\n", k, echo.Headers[k])
+			r.printf("        %s: %s\n", k, got.Headers[k])
 		}
 	case json.Unmarshal(body, &refusal) == nil && refusal.Reason != "":
 		r.printf("   -> %d %s: %s\n", resp.StatusCode, refusal.Error, refusal.Reason)
@@ -212,8 +214,8 @@ func (r *runner) call(ctx context.Context, c *Call, want *Expect) string {
 	if want.Reason != "" && refusal.Reason != want.Reason {
 		problems = append(problems, fmt.Sprintf("want reason %q, got %q", want.Reason, refusal.Reason))
 	}
-	if want.Backend != "" && echo.Backend != want.Backend {
-		problems = append(problems, fmt.Sprintf("want an answer from the backend of %s, got one from %q", want.Backend, echo.Backend))
+	if want.Backend != "" && got.Backend != want.Backend {
+		problems = append(problems, fmt.Sprintf("want an answer from the backend of %s, got one from %q", want.Backend, got.Backend))
 	}
 	return strings.Join(problems, "; ")
 }
@@ -298,16 +300,12 @@ func (r *runner) converged(ctx context.Context, ok func(Versions) bool) (Version
 	}
 }
 
-// writeAtomic replaces path as an editor that saves by renaming does; the
-// temporary name is not one the directory source reads.
+// writeAtomic replaces path, keeping its mode, as an editor that saves by
+// renaming does; the temporary name is not one the directory source reads.
 func writeAtomic(path string, data []byte) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tour-edit")
-	if err := os.WriteFile(tmp, data, info.Mode().Perm()); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, info.Mode().Perm())
 }

@@ -76,9 +76,9 @@ type Edit struct {
 	With    string `json:"with"`
 }
 
-// ParseTour reads a tour (the tour.yaml key of the tour ConfigMap) and
+// parseTour reads a tour (the tour.yaml key of the tour ConfigMap) and
 // checks that every step is complete.
-func ParseTour(data []byte) (*Tour, error) {
+func parseTour(data []byte) (*Tour, error) {
 	var t Tour
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
 		return nil, fmt.Errorf("tour: %w", err)

@@ -28,7 +28,7 @@ func TestParseTour(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseTour([]byte(tt.tour))
+			_, err := parseTour([]byte(tt.tour))
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("error: %v", err)

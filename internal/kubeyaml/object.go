@@ -97,7 +97,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Origin, e.Err) }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ErrNoObjects is returned (wrapped in an *Error naming the path) when a
+// errNoObjects is returned (wrapped in an *Error naming the path) when a
 // path holds no object at all: a check pointed at the wrong folder must not
 // pass. (kubectl refuses only when all its paths together hold none.)
-var ErrNoObjects = errors.New("no Kubernetes objects found")
+var errNoObjects = errors.New("no Kubernetes objects found")

@@ -16,21 +16,21 @@ import (
 // Default bounds: configuration is small, and a stray huge file (or a link
 // to /dev/zero) must be an error, not an outage.
 const (
-	DefaultMaxFileBytes  = 64 << 20
-	DefaultMaxTotalBytes = 256 << 20
+	defaultMaxFileBytes  = 64 << 20
+	defaultMaxTotalBytes = 256 << 20
 )
 
-// Extensions are the file names read below a directory, as kubectl reads
+// extensions are the file names read below a directory, as kubectl reads
 // them (case-sensitive); a file named on the command line is read whatever
 // its name.
-var Extensions = []string{".json", ".yaml", ".yml"}
+var extensions = []string{".json", ".yaml", ".yml"}
 
 // Options bound and feed Read.
 type Options struct {
 	// Stdin is read for the path "-"; nil refuses "-".
 	Stdin io.Reader
 	// MaxFileBytes bounds one file and MaxTotalBytes all of them together;
-	// 0 means DefaultMaxFileBytes and DefaultMaxTotalBytes.
+	// 0 means defaultMaxFileBytes and defaultMaxTotalBytes.
 	MaxFileBytes, MaxTotalBytes int64
 }
 
@@ -72,10 +72,10 @@ type Result struct {
 // when ctx ends; reading standard input stops when ctx ends.
 func Read(ctx context.Context, paths []string, o Options) (*Result, error) {
 	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
+		o.MaxFileBytes = defaultMaxFileBytes
 	}
 	if o.MaxTotalBytes <= 0 {
-		o.MaxTotalBytes = DefaultMaxTotalBytes
+		o.MaxTotalBytes = defaultMaxTotalBytes
 	}
 	if len(paths) == 0 {
 		return nil, &Error{Origin: Origin{Path: "-f"}, Err: errors.New("no files given")}
@@ -88,7 +88,7 @@ func Read(ctx context.Context, paths []string, o Options) (*Result, error) {
 		}
 		if len(r.res.Objects) == objects {
 			return nil, &Error{Origin: Origin{Path: p}, Err: fmt.Errorf("%w (%d files read, %d skipped): check the path",
-				ErrNoObjects, len(r.res.Files)-files, len(r.res.Skipped)-skipped)}
+				errNoObjects, len(r.res.Files)-files, len(r.res.Skipped)-skipped)}
 		}
 	}
 	return r.res, nil
@@ -148,7 +148,7 @@ func (r *reader) dir(dir, root string) error {
 			if err := r.dir(p, root); err != nil {
 				return err
 			}
-		case !slices.Contains(Extensions, filepath.Ext(e.Name())):
+		case !slices.Contains(extensions, filepath.Ext(e.Name())):
 			// Not a manifest by its name; kubectl passes it by too.
 		case t&fs.ModeSymlink != 0:
 			if err := r.link(p, root); err != nil {

@@ -50,13 +50,13 @@ func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error)
 	if !ok {
 		return nil, fmt.Errorf("load snapshot: %s is missing: the files are not a Gatehouse snapshot", IndexFile)
 	}
-	var idx Index
+	var idx index
 	if err := strictJSON(raw, &idx); err != nil {
 		return nil, fmt.Errorf("load snapshot: %s: %w", IndexFile, err)
 	}
-	if idx.SchemaVersion != SchemaVersion {
+	if idx.SchemaVersion != schemaVersion {
 		return nil, fmt.Errorf("load snapshot: schemaVersion %d, but this proxy reads %d: run the proxy and controller from the same release",
-			idx.SchemaVersion, SchemaVersion)
+			idx.SchemaVersion, schemaVersion)
 	}
 	c := &Content{Policy: map[string][]byte{}, Secrets: map[string][]byte{}}
 	seen := map[string]bool{}
@@ -73,7 +73,7 @@ func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error)
 			return nil, fmt.Errorf("load snapshot: %s: %w", e.Path, err)
 		}
 	}
-	for _, required := range []string{ExtensionsFile, ClustersFile, AuthFile} {
+	for _, required := range []string{extensionsFile, clustersFile, authFile} {
 		if !seen[required] {
 			return nil, fmt.Errorf("load snapshot: %s is missing from %s", required, IndexFile)
 		}
@@ -84,7 +84,7 @@ func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error)
 	return c, nil
 }
 
-func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
+func verified(get func(string) ([]byte, bool), e indexEntry) ([]byte, error) {
 	if e.Path == IndexFile {
 		return nil, errors.New("the index lists itself")
 	}
@@ -102,25 +102,25 @@ func verified(get func(string) ([]byte, bool), e IndexEntry) ([]byte, error) {
 }
 
 // decodeFile decodes one verified file into c by where it sits.
-func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
+func (d *Decoder) decodeFile(c *Content, e indexEntry, b []byte) error {
 	dir, rest, _ := strings.Cut(e.Path, "/")
-	if want := KindOf(e.Path); e.Kind != want {
+	if want := kindOf(e.Path); e.Kind != want {
 		return fmt.Errorf("kind %q, want %q", e.Kind, want)
 	}
 	switch {
-	case e.Path == ExtensionsFile:
+	case e.Path == extensionsFile:
 		var d extensionsDoc
 		err := strictJSON(b, &d)
 		c.Extensions, c.ArgoCDNamespace = d.Extensions, d.ArgoCDNamespace
 		return err
-	case e.Path == ClustersFile:
+	case e.Path == clustersFile:
 		var d clustersDoc
 		err := strictJSON(b, &d)
 		c.Clusters = d.Clusters
 		return err
-	case e.Path == AuthFile:
+	case e.Path == authFile:
 		return strictJSON(b, &c.Auth)
-	case dir == ApplicationsDir:
+	case dir == applicationsDir:
 		apps, ok := d.apps[e.Path+"\x00"+e.SHA256]
 		if !ok {
 			var doc applicationsDoc
@@ -137,7 +137,7 @@ func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 		d.nextApps[e.Path+"\x00"+e.SHA256] = apps
 		c.Applications = append(c.Applications, apps...)
 		return nil
-	case dir == ProjectsDir:
+	case dir == projectsDir:
 		projects, ok := d.projects[e.Path+"\x00"+e.SHA256]
 		if !ok {
 			var doc projectsDoc
@@ -145,8 +145,8 @@ func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 				return err
 			}
 			for _, p := range doc.Projects {
-				if ProjectShard(p.Name) != e.Path {
-					return fmt.Errorf("project %q belongs in %s", p.Name, ProjectShard(p.Name))
+				if projectShard(p.Name) != e.Path {
+					return fmt.Errorf("project %q belongs in %s", p.Name, projectShard(p.Name))
 				}
 			}
 			projects = doc.Projects
@@ -157,7 +157,7 @@ func (d *Decoder) decodeFile(c *Content, e IndexEntry, b []byte) error {
 	case dir == PolicyDir && rest != "":
 		c.Policy[rest] = b
 		return nil
-	case dir == SecretsDir && rest != "":
+	case dir == secretsDir && rest != "":
 		c.Secrets[rest] = b
 		return nil
 	}

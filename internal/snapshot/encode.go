@@ -10,16 +10,16 @@ import (
 	"strings"
 )
 
-// Index is the top manifest (IndexFile): the schema version and every other
+// index is the top manifest (IndexFile): the schema version and every other
 // file with its SHA-256, so the snapshot is addressed by content and its
 // version is the hash of this one file.
-type Index struct {
+type index struct {
 	SchemaVersion int          `json:"schemaVersion"`
-	Files         []IndexEntry `json:"files"`
+	Files         []indexEntry `json:"files"`
 }
 
-// IndexEntry is one file of the index.
-type IndexEntry struct {
+// indexEntry is one file of the index.
+type indexEntry struct {
 	Path   string `json:"path"`
 	Kind   Kind   `json:"kind"`
 	SHA256 string `json:"sha256"`
@@ -88,13 +88,13 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		docs[path] = encodedDoc{value: v, file: files[len(files)-1]}
 		return nil
 	}
-	if err := addDoc(ExtensionsFile, extensionsDoc{Extensions: n.Extensions, ArgoCDNamespace: n.ArgoCDNamespace}); err != nil {
+	if err := addDoc(extensionsFile, extensionsDoc{Extensions: n.Extensions, ArgoCDNamespace: n.ArgoCDNamespace}); err != nil {
 		return nil, err
 	}
-	if err := addDoc(ClustersFile, clustersDoc{Clusters: n.Clusters}); err != nil {
+	if err := addDoc(clustersFile, clustersDoc{Clusters: n.Clusters}); err != nil {
 		return nil, err
 	}
-	if err := addDoc(AuthFile, n.Auth); err != nil {
+	if err := addDoc(authFile, n.Auth); err != nil {
 		return nil, err
 	}
 	shards := make(map[string]encodedShard, len(e.shards))
@@ -110,7 +110,7 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		shards[path] = encodedShard{apps: apps, file: files[len(files)-1]}
 	}
 	e.shards = shards
-	for path, projects := range groupBy(n.Projects, func(p Project) string { return ProjectShard(p.Name) }) {
+	for path, projects := range groupBy(n.Projects, func(p Project) string { return projectShard(p.Name) }) {
 		if err := addDoc(path, projectsDoc{Projects: projects}); err != nil {
 			return nil, err
 		}
@@ -120,12 +120,12 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		files = append(files, File{Path: PolicyDir + "/" + p, Kind: KindPolicy, Data: b})
 	}
 	for p, b := range n.Secrets {
-		files = append(files, File{Path: SecretsDir + "/" + p, Kind: KindSecret, Data: b})
+		files = append(files, File{Path: secretsDir + "/" + p, Kind: KindSecret, Data: b})
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	idx := Index{SchemaVersion: SchemaVersion, Files: make([]IndexEntry, len(files))}
+	idx := index{SchemaVersion: schemaVersion, Files: make([]indexEntry, len(files))}
 	for i, f := range files {
-		idx.Files[i] = IndexEntry{Path: f.Path, Kind: f.Kind, SHA256: e.sum(f), Size: len(f.Data)}
+		idx.Files[i] = indexEntry{Path: f.Path, Kind: f.Kind, SHA256: e.sum(f), Size: len(f.Data)}
 	}
 	if err := add(IndexFile, KindConfig, idx); err != nil {
 		return nil, err

@@ -8,13 +8,13 @@ import (
 // Paths of a snapshot, relative to its root. docs/snapshot.md describes each.
 const (
 	IndexFile       = "gatehouse.json"
-	ExtensionsFile  = "extensions.json"
-	ClustersFile    = "clusters.json"
-	AuthFile        = "auth.json"
-	ApplicationsDir = "applications"
-	ProjectsDir     = "projects"
+	extensionsFile  = "extensions.json"
+	clustersFile    = "clusters.json"
+	authFile        = "auth.json"
+	applicationsDir = "applications"
+	projectsDir     = "projects"
 	PolicyDir       = "policy"
-	SecretsDir      = "secrets"
+	secretsDir      = "secrets"
 )
 
 // Shard counts. Applications change one at a time and there may be tens of
@@ -39,12 +39,12 @@ func shardOf(key string, n int) string {
 
 // ApplicationShard is the file an Application with this key lives in.
 func ApplicationShard(key string) string {
-	return ApplicationsDir + "/" + shardOf(key, applicationShards) + ".json"
+	return applicationsDir + "/" + shardOf(key, applicationShards) + ".json"
 }
 
-// ProjectShard is the file a project with this name lives in.
-func ProjectShard(name string) string {
-	return ProjectsDir + "/" + shardOf(name, projectShards) + ".json"
+// projectShard is the file a project with this name lives in.
+func projectShard(name string) string {
+	return projectsDir + "/" + shardOf(name, projectShards) + ".json"
 }
 
 // SecretPath is the SecretRef path of one key of a Kubernetes Secret.

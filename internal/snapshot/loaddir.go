@@ -9,7 +9,7 @@ import (
 
 // LoadDir builds a snapshot of every regular file under dir (for
 // `gatehouse controller --snapshot-dir` and tests), each of the kind its
-// place gives it (KindOf), so the output of `gatehouse snapshot --out`
+// place gives it (kindOf), so the output of `gatehouse snapshot --out`
 // serves with the kinds the controller gives it. Symbolic links and other
 // non-regular files below dir are refused, so a snapshot never reaches
 // outside it; dir itself may be a symlink.
@@ -43,7 +43,7 @@ func LoadDir(dir string) (*Snapshot, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, File{Path: rel, Kind: KindOf(rel), Data: content})
+		files = append(files, File{Path: rel, Kind: kindOf(rel), Data: content})
 		return nil
 	})
 	if err != nil {

@@ -61,16 +61,16 @@ func ValidatePath(p string) error {
 	return nil
 }
 
-// KindOf is the kind a file has by where it sits: secrets/ holds secrets,
+// kindOf is the kind a file has by where it sits: secrets/ holds secrets,
 // policy/ (and policies/, which `gatehouse controller --snapshot-dir` has
 // always read as policy) the policy bundle, everything else is config.
-func KindOf(path string) Kind {
+func kindOf(path string) Kind {
 	top, _, inFolder := strings.Cut(path, "/")
 	if !inFolder {
 		return KindConfig
 	}
 	switch top {
-	case SecretsDir:
+	case secretsDir:
 		return KindSecret
 	case PolicyDir, "policies":
 		return KindPolicy

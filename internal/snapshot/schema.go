@@ -1,10 +1,10 @@
 package snapshot
 
-// SchemaVersion is the layout and schema this package writes and reads. A
+// schemaVersion is the layout and schema this package writes and reads. A
 // snapshot with another schemaVersion is refused: the proxy must not guess at
 // fields it does not know. Version 2 added Project.PermitOnlyProjectScopedClusters
 // and Cluster.Project: a version-1 proxy would not know to enforce them.
-const SchemaVersion = 3
+const schemaVersion = 3
 
 // Content is everything the proxy needs to route and authorize requests with no
 // Kubernetes access. The zero value is a valid, empty snapshot.

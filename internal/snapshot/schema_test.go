@@ -195,8 +195,8 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reindex := func(m map[string][]byte, edit func(*Index)) {
-		var idx Index
+	reindex := func(m map[string][]byte, edit func(*index)) {
+		var idx index
 		if err := json.Unmarshal(m[IndexFile], &idx); err != nil {
 			t.Fatal(err)
 		}
@@ -209,16 +209,16 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 		want string
 	}{
 		{"no index", func(m map[string][]byte) { delete(m, IndexFile) }, "gatehouse.json is missing"},
-		{"newer schema", func(m map[string][]byte) { reindex(m, func(i *Index) { i.SchemaVersion = SchemaVersion + 1 }) }, fmt.Sprintf("schemaVersion %d", SchemaVersion+1)},
+		{"newer schema", func(m map[string][]byte) { reindex(m, func(i *index) { i.SchemaVersion = schemaVersion + 1 }) }, fmt.Sprintf("schemaVersion %d", schemaVersion+1)},
 		// Version 1 had no project-scoped clusters: read as this version,
 		// such a snapshot would leave them unenforced.
-		{"older schema", func(m map[string][]byte) { reindex(m, func(i *Index) { i.SchemaVersion = 1 }) }, "schemaVersion 1"},
-		{"tampered file", func(m map[string][]byte) { m[ClustersFile] = []byte(`{"clusters":[]}`) }, "does not match"},
-		{"missing file", func(m map[string][]byte) { delete(m, AuthFile) }, "listed in the index but missing"},
+		{"older schema", func(m map[string][]byte) { reindex(m, func(i *index) { i.SchemaVersion = 1 }) }, "schemaVersion 1"},
+		{"tampered file", func(m map[string][]byte) { m[clustersFile] = []byte(`{"clusters":[]}`) }, "does not match"},
+		{"missing file", func(m map[string][]byte) { delete(m, authFile) }, "listed in the index but missing"},
 		{"unlisted required file", func(m map[string][]byte) {
-			reindex(m, func(i *Index) {
+			reindex(m, func(i *index) {
 				for j, e := range i.Files {
-					if e.Path == AuthFile {
+					if e.Path == authFile {
 						i.Files = append(i.Files[:j], i.Files[j+1:]...)
 						break
 					}
@@ -226,9 +226,9 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 			})
 		}, "auth.json is missing"},
 		{"secret as config", func(m map[string][]byte) {
-			reindex(m, func(i *Index) {
+			reindex(m, func(i *index) {
 				for j := range i.Files {
-					if strings.HasPrefix(i.Files[j].Path, SecretsDir) {
+					if strings.HasPrefix(i.Files[j].Path, secretsDir) {
 						i.Files[j].Kind = KindConfig
 					}
 				}
@@ -236,8 +236,8 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 		}, "kind"},
 		{"path escaping", func(m map[string][]byte) {
 			m["../x"] = nil
-			reindex(m, func(i *Index) {
-				i.Files = append(i.Files, IndexEntry{Path: "../x", Kind: KindConfig, SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
+			reindex(m, func(i *index) {
+				i.Files = append(i.Files, indexEntry{Path: "../x", Kind: KindConfig, SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
 			})
 		}, "not a valid path"},
 	}
@@ -259,11 +259,11 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	m := files(good)
-	f.Add(m[IndexFile], m[ExtensionsFile], m[AuthFile])
-	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, SchemaVersion), []byte(`{}`), []byte(`{}`))
+	f.Add(m[IndexFile], m[extensionsFile], m[authFile])
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, schemaVersion), []byte(`{}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, index, extensions, auth []byte) {
 		fs := files(good)
-		fs[IndexFile], fs[ExtensionsFile], fs[AuthFile] = index, extensions, auth
+		fs[IndexFile], fs[extensionsFile], fs[authFile] = index, extensions, auth
 		c, err := Decode(get(fs))
 		if err != nil {
 			return
@@ -310,7 +310,7 @@ func TestDecoderReusesUnchangedShards(t *testing.T) {
 	remembered := len(d.apps)
 	broken, _ := Encode(second)
 	m := files(broken)
-	m[ClustersFile] = []byte(`{"clusters":[]}`)
+	m[clustersFile] = []byte(`{"clusters":[]}`)
 	if _, err := d.Decode(get(m)); err == nil {
 		t.Fatal("a tampered snapshot decoded")
 	}

@@ -185,7 +185,7 @@ func TestKindOf(t *testing.T) {
 		"policy":                    KindConfig,
 		"x/secrets/y":               KindConfig,
 	} {
-		if got := KindOf(path); got != want {
+		if got := kindOf(path); got != want {
 			t.Errorf("KindOf(%q) = %q, want %q", path, got, want)
 		}
 	}

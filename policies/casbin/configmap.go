@@ -41,8 +41,8 @@ func FromConfigMap(data map[string]string) (csv string, o Options) {
 	}
 	o.DefaultRole = data[keyPolicyDefault]
 	switch mode := data[keyMatchMode]; mode {
-	case MatchRegex:
-		o.MatchMode = MatchRegex
+	case matchRegex:
+		o.MatchMode = matchRegex
 	case "", MatchGlob:
 		o.MatchMode = MatchGlob
 	default:

@@ -14,7 +14,7 @@ import (
 // Argo CD's policy.matchMode values.
 const (
 	MatchGlob  = "glob"
-	MatchRegex = "regex"
+	matchRegex = "regex"
 )
 
 // matcher matches the resource, action and object fields of p lines as
@@ -27,10 +27,10 @@ func newMatcher(mode string) (matcher, error) {
 	switch mode {
 	case "", MatchGlob:
 		return matcher{}, nil
-	case MatchRegex:
+	case matchRegex:
 		return matcher{regex: true}, nil
 	}
-	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, MatchRegex)
+	return matcher{}, fmt.Errorf("policy.matchMode %q: want %s or %s", mode, MatchGlob, matchRegex)
 }
 
 // valid reports whether pattern compiles. Argo CD's glob matching treats a

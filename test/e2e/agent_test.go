@@ -31,7 +31,7 @@ func TestAgentInCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs processLog
+	var logs testkit.LogBuffer
 	agent := exec.Command(c.bin, p.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(adminPort))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	if err := agent.Start(); err != nil {

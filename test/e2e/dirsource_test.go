@@ -39,7 +39,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	ports := freePorts(t, 5)
 	agentAddr, admin, probes, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "https://127.0.0.1:"+itoa(ports[1]), "http://127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	debug := "http://127.0.0.1:" + itoa(ports[4])
-	var ctrlLogs, agentLogs processLog
+	var ctrlLogs, agentLogs testkit.LogBuffer
 	ctrl := exec.Command(c.bin, "controller", "--source", "dir:"+src,
 		"--agent-static-token-file", tokens, "--agent-cert-file", pki.CertFile, "--agent-key-file", pki.KeyFile,
 		"--agent-bind-address", agentAddr, "--metrics-bind-address", strings.TrimPrefix(admin, "https://"),
@@ -118,7 +118,7 @@ func TestDirSourceToAgent(t *testing.T) {
 	}
 }
 
-func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *processLog) {
+func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *testkit.LogBuffer) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

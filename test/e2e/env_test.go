@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/test/testkit"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // cluster is one running API server with Gatehouse admitting into it.
@@ -38,7 +39,7 @@ type cluster struct {
 	// controller is the one replica the shared cluster runs; the full-stack
 	// test runs its own.
 	controller *controllerProc
-	logs       *processLog
+	logs       *testkit.LogBuffer
 	bin        string // the gatehouse binary under test
 	agentAddr  string // the controller's gRPC endpoint for agents
 	adminURL   string // the controller's metrics port
@@ -349,11 +350,11 @@ type controllerProc struct {
 	debugPort                int
 	cmd                      *exec.Cmd
 	exited                   chan struct{}
-	logs                     *processLog
+	logs                     *testkit.LogBuffer
 }
 
 func newControllerProc(bin, kubeconfig, certDir string, extraArgs ...string) (*controllerProc, error) {
-	p := &controllerProc{bin: bin, kubeconfig: kubeconfig, certDir: certDir, extraArgs: extraArgs, logs: &processLog{}}
+	p := &controllerProc{bin: bin, kubeconfig: kubeconfig, certDir: certDir, extraArgs: extraArgs, logs: &testkit.LogBuffer{}}
 	return p, p.choosePorts()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/browser"
 	"github.com/gatehouse-dev/gatehouse/test/testkit/bundles"
 )
 
@@ -299,15 +300,15 @@ func TestFullStack(t *testing.T) {
 	})
 
 	t.Run("8 a browser holding Argo CD's cookie calls an extension and opens its WebSocket; without the cookie it gets the JSON 401", func(t *testing.T) {
-		bin := requireChromium(t)
+		bin := browser.Require(t, "the browser scenario")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		b := launchBrowser(t, bin)
-		pg, err := b.newPage(ctx)
+		b := browser.Launch(t, bin)
+		pg, err := b.NewPage(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pg.navigate(ctx, s.front.URL+"/login"); err != nil {
+		if err := pg.Navigate(ctx, s.front.URL+"/login"); err != nil {
 			t.Fatal(err)
 		}
 		var got struct {
@@ -319,7 +320,7 @@ func TestFullStack(t *testing.T) {
 			AnonType      string `json:"anonType"`
 			AnonBody      string `json:"anonBody"`
 		}
-		if err := pg.eval(ctx, uiExtensionScript, &got); err != nil {
+		if err := pg.Eval(ctx, uiExtensionScript, &got); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("the browser got %+v", got)

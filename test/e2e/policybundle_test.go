@@ -192,7 +192,7 @@ func startPolicyAgent(t *testing.T, podName string) func(user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs processLog
+	var logs testkit.LogBuffer
 	agent := exec.Command(c.bin, pod.agentArgs("--admin-bind-address", "127.0.0.1:"+itoa(port))...)
 	agent.Stdout, agent.Stderr = &logs, &logs
 	startProcess(t, agent, "agent", &logs)

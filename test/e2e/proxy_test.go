@@ -133,7 +133,7 @@ func TestProxyInCluster(t *testing.T) {
 	listen, adminAddr, health, agentAdmin := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1]), "127.0.0.1:"+itoa(ports[2]), "127.0.0.1:"+itoa(ports[3])
 	// The proxy image's binary, which runs `gatehouse proxy`'s code.
 	proxyBin := binaries.prx
-	var proxyLogs, agentLogs processLog
+	var proxyLogs, agentLogs testkit.LogBuffer
 	proxy := exec.Command(proxyBin, "--snapshot-dir", root, "--listen", listen, "--admin-listen", adminAddr,
 		"--health-listen", health, "--log-format", "text")
 	proxy.Stdout, proxy.Stderr = &proxyLogs, &proxyLogs

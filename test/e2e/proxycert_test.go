@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
 // proxyCertSecret reads a Secret of gatehouse-system.
@@ -77,7 +79,7 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 	if !sawCert {
 		t.Fatalf("the proxy runs with %q: no --tls-cert-file, so it serves plain HTTP", container.Args)
 	}
-	var logs processLog
+	var logs testkit.LogBuffer
 	proxy := exec.Command(binaries.prx, append(args, "--log-format", "text")...)
 	proxy.Stdout, proxy.Stderr = &logs, &logs
 	startProcess(t, proxy, "proxy", &logs)
@@ -167,7 +169,7 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 		t.Fatal("the proxy Deployment has no agent sidecar")
 	}
 	agentArgs := shippedArgs(spec.InitContainers[j], volumes, map[string]string{"--admin-bind-address": agentAdmin, "--server": "127.0.0.1:1"})
-	var agentLogs processLog
+	var agentLogs testkit.LogBuffer
 	agent := exec.Command(binaries.agent, append(agentArgs, "--agent-id=a", "--pod-name=p", "--pod-namespace=gatehouse-system", "--pod-uid=u", "--log-format=text")...)
 	agent.Stdout, agent.Stderr = &agentLogs, &agentLogs
 	startProcess(t, agent, "agent", &agentLogs)

@@ -342,7 +342,7 @@ type proxyReplica struct {
 	dir, root, tokenFile, caFile      string
 	listen, admin, health, agentAdmin string
 	agent, proxy                      *exec.Cmd
-	agentLogs, proxyLogs              *processLog
+	agentLogs, proxyLogs              *testkit.LogBuffer
 	client                            *http.Client // HTTPS to this proxy, verifying its certificate
 	tokenTTL                          time.Duration
 	stopRenew                         context.CancelFunc
@@ -352,7 +352,7 @@ func (s *stack) newProxyReplica(i int, ttl time.Duration) *proxyReplica {
 	tb := s.tb
 	tb.Helper()
 	p := &proxyReplica{name: fmt.Sprintf("gatehouse-proxy-%d", i), dir: tb.TempDir(), tokenTTL: ttl,
-		agentLogs: &processLog{}, proxyLogs: &processLog{},
+		agentLogs: &testkit.LogBuffer{}, proxyLogs: &testkit.LogBuffer{},
 		client: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: s.proxyClient.Clone()}}}
 	if p.tokenTTL == 0 {
 		p.tokenTTL = time.Hour

@@ -2,20 +2,15 @@ package revocation
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/streamtest"
 )
 
 // proxyBin is cmd/gatehouse-proxy, built once by TestMain.
@@ -76,58 +72,11 @@ func content(url string, rev int) *snapshot.Content {
 	}
 }
 
-// backend serves an event stream (/events: one event, then nothing until
-// the client goes) and a WebSocket (/shell: "hello", then it reads until
-// the end).
-func backend(t *testing.T) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/events") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: hello\n\n")
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
-		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-		if err != nil {
-			return
-		}
-		defer func() { _ = c.CloseNow() }()
-		if c.Write(r.Context(), websocket.MessageText, []byte("hello")) != nil {
-			return
-		}
-		for {
-			if _, _, err := c.Read(r.Context()); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // proxyProc is the proxy process and the volume it reads.
 type proxyProc struct {
 	url, admin string
 	writer     *sidecar.Writer
-	logs       *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs       *testkit.LogBuffer
 }
 
 func freeAddr(t *testing.T) string {
@@ -147,7 +96,7 @@ func startProxy(t *testing.T, c *snapshot.Content) *proxyProc {
 		t.Fatal(err)
 	}
 	listen, admin := freeAddr(t), freeAddr(t)
-	p := &proxyProc{url: "http://" + listen, admin: "http://" + admin, writer: w, logs: &syncBuffer{}}
+	p := &proxyProc{url: "http://" + listen, admin: "http://" + admin, writer: w, logs: &testkit.LogBuffer{}}
 	version, err := testkit.WriteSnapshot(w, c)
 	if err != nil {
 		t.Fatal(err)
@@ -223,97 +172,44 @@ func (p *proxyProc) ended(t *testing.T, reason string) float64 {
 	return 0
 }
 
-// end is how an open stream ended.
-type end struct {
-	at     time.Time
-	status websocket.StatusCode // -1 for an event stream
-	reason string
-	err    error
-}
-
 // openWebSocket opens the terminal's WebSocket with tok, reads its first
 // message, and reports on the channel when it ends.
-func openWebSocket(t *testing.T, p *proxyProc, tok string) <-chan end {
+func openWebSocket(t *testing.T, p *proxyProc, tok string) <-chan streamtest.End {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	u := "ws" + strings.TrimPrefix(p.url, "http") + "/extensions/terminal/shell?argocd-application-name=team-a%3Aweb&argocd-project-name=team-a"
-	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}}) //nolint:bodyclose // the WebSocket's
-	if err != nil {
-		t.Fatalf("WebSocket handshake: %v", err)
+	first, ended := streamtest.OpenWebSocket(t, p.url+"/extensions/terminal/shell", tok)
+	if string(first) != "hello" {
+		t.Fatalf("first message %q", first)
 	}
-	t.Cleanup(func() { _ = c.CloseNow() })
-	if _, msg, err := c.Read(ctx); err != nil || string(msg) != "hello" {
-		t.Fatalf("first message %q: %v", msg, err)
-	}
-	ch := make(chan end, 1)
-	go func() {
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
-				e := end{at: time.Now(), status: websocket.CloseStatus(err), err: err}
-				var ce websocket.CloseError
-				if errors.As(err, &ce) {
-					e.reason = ce.Reason
-				}
-				ch <- e
-				return
-			}
-		}
-	}()
-	return ch
+	return ended
 }
 
 // openEvents opens the terminal's event stream with tok, reads the first
 // event, and reports on the channel when the body ends.
-func openEvents(t *testing.T, p *proxyProc, tok string) <-chan end {
+func openEvents(t *testing.T, p *proxyProc, tok string) <-chan streamtest.End {
 	t.Helper()
-	r, _ := http.NewRequest(http.MethodGet, p.url+"/extensions/terminal/events", nil)
-	r.Header.Set("Authorization", "Bearer "+tok)
-	r.Header.Set("Argocd-Application-Name", "team-a:web")
-	r.Header.Set("Argocd-Project-Name", "team-a")
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || line != "data: hello\n" {
-		t.Fatalf("first event: %d %q %v", resp.StatusCode, line, err)
-	}
-	ch := make(chan end, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, br)
-		ch <- end{at: time.Now(), status: -1, err: err}
-	}()
-	return ch
+	return streamtest.OpenEvents(t, http.DefaultClient, p.url+"/extensions/terminal/events", tok)
 }
 
-func waitEnd(t *testing.T, what string, ch <-chan end) end {
+func waitEnd(t *testing.T, what string, ch <-chan streamtest.End) streamtest.End {
 	t.Helper()
-	select {
-	case e := <-ch:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the %s is still open 10s later", what)
-		return end{}
-	}
+	return streamtest.WaitEnd(t, what, ch, 10*time.Second)
 }
 
 // checkEnded holds a WebSocket to close code 1008 and reason, and an event
 // stream to an end that is not a clean one, both within a second of from.
-func checkEnded(t *testing.T, from time.Time, ws, events end, reason string) {
+func checkEnded(t *testing.T, from time.Time, ws, events streamtest.End, reason string) {
 	t.Helper()
-	for what, e := range map[string]end{"WebSocket": ws, "event stream": events} {
-		took := e.at.Sub(from)
+	for what, e := range map[string]streamtest.End{"WebSocket": ws, "event stream": events} {
+		took := e.At.Sub(from)
 		t.Logf("the %s ended %s after the moment it lost its access", what, took)
 		if took > time.Second {
 			t.Errorf("the %s ended %s after the moment it lost its access, want within 1s", what, took)
 		}
 	}
-	if ws.status != websocket.StatusPolicyViolation || ws.reason != reason {
-		t.Errorf("the WebSocket ended with %v (%q), want close code 1008 and %q", ws.err, ws.reason, reason)
+	if ws.Status != websocket.StatusPolicyViolation || ws.Reason != reason {
+		t.Errorf("the WebSocket ended with %v (%q), want close code 1008 and %q", ws.Err, ws.Reason, reason)
 	}
-	if events.err == nil {
+	if events.Err == nil {
 		t.Error("the event stream ended cleanly: want it cut off, so a client does not take it for complete")
 	}
 }
@@ -323,7 +219,7 @@ func checkEnded(t *testing.T, from time.Time, ws, events end, reason string) {
 // proxy serving the snapshot that takes her access away, whatever took it:
 // a policy edit, her account disabled or deleted, her API key deleted.
 func TestOpenStreamsEndWhenAccessIsRevoked(t *testing.T) {
-	url := backend(t)
+	url := streamtest.Backend(t)
 	rev := 0
 	next := func(edit func(c *snapshot.Content)) *snapshot.Content {
 		rev++
@@ -375,16 +271,16 @@ func TestOpenStreamsEndWhenAccessIsRevoked(t *testing.T) {
 // TestOpenStreamsEndAtTokenExpiry: a WebSocket and an event stream end
 // within a second of their token's exp, with no snapshot in between.
 func TestOpenStreamsEndAtTokenExpiry(t *testing.T) {
-	p := startProxy(t, content(backend(t), 1))
+	p := startProxy(t, content(streamtest.Backend(t), 1))
 	issued := time.Now()
 	const ttl = 3 * time.Second
 	tok := testkit.ArgoCDToken(secretKey, "alice:login", issued, ttl, nil)
 	exp := time.Unix(issued.Add(ttl).Unix(), 0) // exp has whole seconds
 	ws, events := openWebSocket(t, p, tok), openEvents(t, p, tok)
 	wsEnd, eventsEnd := waitEnd(t, "WebSocket", ws), waitEnd(t, "event stream", events)
-	for what, e := range map[string]end{"WebSocket": wsEnd, "event stream": eventsEnd} {
-		if e.at.Before(exp) {
-			t.Errorf("the %s ended at %s, before its token expired at %s", what, e.at.Format(time.StampMilli), exp.Format(time.StampMilli))
+	for what, e := range map[string]streamtest.End{"WebSocket": wsEnd, "event stream": eventsEnd} {
+		if e.At.Before(exp) {
+			t.Errorf("the %s ended at %s, before its token expired at %s", what, e.At.Format(time.StampMilli), exp.Format(time.StampMilli))
 		}
 	}
 	checkEnded(t, exp, wsEnd, eventsEnd, "token expired: sign in to Argo CD again")

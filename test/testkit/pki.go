@@ -2,17 +2,15 @@ package testkit
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 )
 
 // CA is a throwaway certificate authority (ECDSA P-256, as Gatehouse's own
@@ -25,24 +23,15 @@ type CA struct {
 
 // NewCA creates a CA named name.
 func NewCA(name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	now := time.Now()
+	kp, err := certgen.NewCA(certgen.Spec{
+		CommonName: name, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create CA %q: %w", name, err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &CA{Cert: kp.Cert, Key: kp.Key, PEM: kp.CertPEM}, nil
 }
 
 // Serving issues a server certificate for 127.0.0.1 and localhost and
@@ -57,26 +46,17 @@ func (ca *CA) Client(name string) (certPEM, keyPEM []byte, err error) {
 }
 
 func (ca *CA) issue(name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+	now := time.Now()
+	signer := &certgen.KeyPair{Cert: ca.Cert, Key: ca.Key}
+	kp, err := signer.Issue(certgen.Spec{
+		CommonName: name, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("issue certificate for %s: %w", name, err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return kp.CertPEM, kp.KeyPEM, nil
 }
 
 // Pool is a certificate pool trusting only this CA.
@@ -119,17 +99,5 @@ func WriteServingFiles(dir string) (*ServingFiles, error) {
 // WriteAtomic replaces path the way kubelet updates a mounted Secret: a
 // reader sees the old file or the new one, never half of either.
 func WriteAtomic(path string, data []byte) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
+	return atomicfile.Write(path, data, 0o600)
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 )
 
 // ensureProxy makes the proxy's Secret hold a leaf for ProxyDNSNames signed
@@ -16,7 +18,7 @@ import (
 // rotation. Like the webhook's Secret, it is shipped empty and updated with
 // the resourceVersion read: a replica that loses the race adopts the
 // winner's certificate on the retry.
-func (r *Rotator) ensureProxy(ctx context.Context, ca *keyPair, bundle []byte) error {
+func (r *Rotator) ensureProxy(ctx context.Context, ca *certgen.KeyPair, bundle []byte) error {
 	key := types.NamespacedName{Namespace: r.o.SecretNamespace, Name: r.o.ProxySecretName}
 	var secret corev1.Secret
 	if err := r.o.Client.Get(ctx, key, &secret); err != nil {
@@ -38,10 +40,10 @@ func (r *Rotator) ensureProxy(ctx context.Context, ca *keyPair, bundle []byte) e
 // current. It is kept only when it is exactly a fresh leaf for dnsNames
 // signed by ca, with bundle as ca.crt: anything else there (a stale key, a
 // ca.key someone put in) is replaced, never merged.
-func renewProxy(current map[string][]byte, ca *keyPair, bundle []byte, dnsNames []string, now time.Time, validity time.Duration) (map[string][]byte, bool, error) {
-	leaf, err := parsePair(current[KeyTLSCert], current[KeyTLSKey])
+func renewProxy(current map[string][]byte, ca *certgen.KeyPair, bundle []byte, dnsNames []string, now time.Time, validity time.Duration) (map[string][]byte, bool, error) {
+	leaf, err := certgen.Parse(current[KeyTLSCert], current[KeyTLSKey])
 	if err == nil && len(current) == 3 && bytes.Equal(current[KeyCACert], bundle) &&
-		fresh(leaf.cert, now) && signedBy(leaf.cert, ca.cert) && covers(leaf.cert, dnsNames, nil) {
+		fresh(leaf.Cert, now) && signedBy(leaf.Cert, ca.Cert) && covers(leaf.Cert, dnsNames, nil) {
 		return current, false, nil
 	}
 	next, err := newLeaf(ca, now, validity, dnsNames, nil)
@@ -50,7 +52,7 @@ func renewProxy(current map[string][]byte, ca *keyPair, bundle []byte, dnsNames 
 	}
 	return map[string][]byte{
 		KeyCACert:  bundle,
-		KeyTLSCert: next.certPEM,
-		KeyTLSKey:  next.keyPEM,
+		KeyTLSCert: next.CertPEM,
+		KeyTLSKey:  next.KeyPEM,
 	}, true, nil
 }

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 )
 
 // TestRenewProxy: the proxy's Secret holds a leaf for the proxy Service's
@@ -19,7 +21,7 @@ func TestRenewProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := parsePair(webhook[KeyCACert], webhook[KeyCAKey])
+	ca, err := certgen.Parse(webhook[KeyCACert], webhook[KeyCAKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestRenewProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCA, err := parsePair(rotated[KeyCACert], rotated[KeyCAKey])
+	newCA, err := certgen.Parse(rotated[KeyCACert], rotated[KeyCAKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestRenewProxy(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		current     map[string][]byte
-		ca          *keyPair
+		ca          *certgen.KeyPair
 		bundle      []byte
 		names       []string
 		at          time.Time

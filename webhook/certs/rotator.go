@@ -17,6 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 )
 
 // Keys of the shared Secret. tls.crt and tls.key are what the webhook
@@ -172,7 +175,7 @@ func (r *Rotator) ensureOnce(ctx context.Context) error {
 	if r.o.ProxySecretName == "" {
 		return nil
 	}
-	ca, err := parsePair(data[KeyCACert], data[KeyCAKey])
+	ca, err := certgen.Parse(data[KeyCACert], data[KeyCAKey])
 	if err != nil {
 		return fmt.Errorf("read the CA from Secret %s: %w", key, err)
 	}
@@ -182,23 +185,23 @@ func (r *Rotator) ensureOnce(ctx context.Context) error {
 // renew returns the Secret data to use and whether it differs from current.
 func (r *Rotator) renew(current map[string][]byte) (map[string][]byte, bool, error) {
 	now := r.o.Now()
-	ca, caErr := parsePair(current[KeyCACert], current[KeyCAKey])
-	leaf, leafErr := parsePair(current[KeyTLSCert], current[KeyTLSKey])
-	if caErr == nil && leafErr == nil && fresh(ca.cert, now) && fresh(leaf.cert, now) &&
-		signedBy(leaf.cert, ca.cert) && covers(leaf.cert, r.o.DNSNames, r.o.IPAddresses) {
+	ca, caErr := certgen.Parse(current[KeyCACert], current[KeyCAKey])
+	leaf, leafErr := certgen.Parse(current[KeyTLSCert], current[KeyTLSKey])
+	if caErr == nil && leafErr == nil && fresh(ca.Cert, now) && fresh(leaf.Cert, now) &&
+		signedBy(leaf.Cert, ca.Cert) && covers(leaf.Cert, r.o.DNSNames, r.o.IPAddresses) {
 		return current, false, nil
 	}
 	bundle := []byte(nil)
-	if caErr != nil || !fresh(ca.cert, now) {
+	if caErr != nil || !fresh(ca.Cert, now) {
 		next, err := newCA(now, r.o.CAValidity)
 		if err != nil {
 			return nil, false, fmt.Errorf("create webhook CA: %w", err)
 		}
-		bundle = append(bundle, next.certPEM...)
-		if caErr == nil && now.Before(ca.cert.NotAfter) {
+		bundle = append(bundle, next.CertPEM...)
+		if caErr == nil && now.Before(ca.Cert.NotAfter) {
 			// Keep trusting the old CA until it expires: API servers that
 			// still cache the old bundle keep working during the swap.
-			bundle = append(bundle, ca.certPEM...)
+			bundle = append(bundle, ca.CertPEM...)
 		}
 		ca = next
 	} else {
@@ -210,9 +213,9 @@ func (r *Rotator) renew(current map[string][]byte) (map[string][]byte, bool, err
 	}
 	return map[string][]byte{
 		KeyCACert:  bundle,
-		KeyCAKey:   ca.keyPEM,
-		KeyTLSCert: leaf.certPEM,
-		KeyTLSKey:  leaf.keyPEM,
+		KeyCAKey:   ca.KeyPEM,
+		KeyTLSCert: leaf.CertPEM,
+		KeyTLSKey:  leaf.KeyPEM,
 	}, true, nil
 }
 
@@ -232,11 +235,7 @@ func (r *Rotator) writeFiles(data map[string][]byte) error {
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data[name]) {
 			continue
 		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data[name], 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := atomicfile.Write(path, data[name], 0o600); err != nil {
 			return fmt.Errorf("replace %s: %w", path, err)
 		}
 	}

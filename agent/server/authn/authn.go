@@ -50,7 +50,7 @@ type options struct {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{now: time.Now, cacheTTL: DefaultCacheTTL}
+	o := options{now: time.Now, cacheTTL: defaultCacheTTL}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -65,10 +65,6 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 
 // WithLogger sets where reload failures and refusals are logged.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
-// WithCacheTTL bounds how long a TokenReview result is reused (default
-// DefaultCacheTTL). Static token authenticators ignore it.
-func WithCacheTTL(d time.Duration) Option { return func(o *options) { o.cacheTTL = d } }
 
 // fileStamp is what tells a changed file from an unchanged one without
 // reading it: rewrites and symlink swaps (as in Secret volumes) change it.

@@ -16,10 +16,10 @@ import (
 )
 
 const (
-	// DefaultAudience is the audience agent tokens must be minted for.
-	DefaultAudience = "gatehouse"
-	// DefaultCacheTTL is the longest a TokenReview result is reused.
-	DefaultCacheTTL = 5 * time.Minute
+	// defaultAudience is the audience agent tokens must be minted for.
+	defaultAudience = "gatehouse"
+	// defaultCacheTTL is the longest a TokenReview result is reused.
+	defaultCacheTTL = 5 * time.Minute
 	// maxCacheEntries bounds the cache; past it, expired entries are
 	// dropped, and if none are, the whole cache.
 	maxCacheEntries = 10000
@@ -53,13 +53,13 @@ type cached struct {
 }
 
 // NewTokenReview returns a TokenReview authenticator. audience "" means
-// DefaultAudience; allowedServiceAccounts are "namespace/name".
+// defaultAudience; allowedServiceAccounts are "namespace/name".
 func NewTokenReview(reviews authenticationv1client.TokenReviewInterface, audience string, allowedServiceAccounts []string, opts ...Option) (*TokenReview, error) {
 	if reviews == nil {
 		return nil, fmt.Errorf("token review authenticator: no TokenReview client")
 	}
 	if audience == "" {
-		audience = DefaultAudience
+		audience = defaultAudience
 	}
 	if len(allowedServiceAccounts) == 0 {
 		return nil, fmt.Errorf("token review authenticator: no allowed ServiceAccounts")
@@ -80,7 +80,7 @@ func NewTokenReview(reviews authenticationv1client.TokenReviewInterface, audienc
 		cache:    map[[32]byte]cached{},
 	}
 	if a.o.cacheTTL <= 0 {
-		a.o.cacheTTL = DefaultCacheTTL
+		a.o.cacheTTL = defaultCacheTTL
 	}
 	return a, nil
 }

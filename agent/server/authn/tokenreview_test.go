@@ -109,8 +109,8 @@ func TestTokenReviewJudgement(t *testing.T) {
 			}
 		})
 	}
-	if fake.lastSpec.Audiences[0] != DefaultAudience {
-		t.Errorf("reviewed for audiences %v, want [%s]", fake.lastSpec.Audiences, DefaultAudience)
+	if fake.lastSpec.Audiences[0] != defaultAudience {
+		t.Errorf("reviewed for audiences %v, want [%s]", fake.lastSpec.Audiences, defaultAudience)
 	}
 }
 
