@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +114,8 @@ func (o *buildOptions) Run(ctx context.Context, s streams, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(o.Out, buf.Bytes()); err != nil {
+	// Through a temporary file, so a half-written bundle is never published.
+	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil { //nolint:gosec // a bundle is meant to be published
 		return err
 	}
 	fmt.Fprintf(s.out, "wrote %s: %d bytes, %d modules, %d tests, revision %q, %s\nsha256: %s\n",
@@ -223,25 +224,4 @@ func manifestRoots(dir string) ([]string, error) {
 		return nil, nil
 	}
 	return *m.Roots, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file, so a
-// half-written bundle is never published.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".bundle-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // gone already after the rename
-	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // a bundle is meant to be published
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
