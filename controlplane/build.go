@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
@@ -67,7 +68,7 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	set, errs := settings.Build(b.o.ControlPlaneNamespace, st.ConfigMaps[settings.CmdParamsConfigMap].Data,
 		st.ConfigMaps[settings.ArgoCDConfigMap].Data, b.o.Overrides)
 	for _, err := range errs {
-		report([]Problem{{Kind: "ConfigMap", Name: settings.CmdParamsConfigMap, Reason: ReasonInvalidSettings, Warning: true, Message: err.Error()}})
+		report([]Problem{{Kind: gatehousev1.KindConfigMap, Name: settings.CmdParamsConfigMap, Reason: gatehousev1.ReasonInvalidSettings, Warning: true, Message: err.Error()}})
 	}
 	c.Applications = enabledApplications(st, set)
 	c.Projects = slices.Collect(maps.Values(st.Projects))

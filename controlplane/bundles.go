@@ -120,7 +120,7 @@ func (s *BundleSyncer) syncDue(ctx context.Context, now time.Time) time.Time {
 		if err != nil {
 			st.failures++
 			st.next = now.Add(source.Backoff(st.failures, spec.IntervalOrDefault()))
-			p := Problem{Kind: "PolicyBundle", Name: name, Reason: source.Reason(err), Message: err.Error() + "; the last good bundle stays in force"}
+			p := Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: source.Reason(err), Message: err.Error() + "; the last good bundle stays in force"}
 			if s.problems[name] != p {
 				s.log.Error("policy bundle not fetched", "policyBundle", name, "reason", p.Reason, "error", err.Error())
 			}
@@ -172,13 +172,13 @@ func SyncBundles(ctx context.Context, f *source.Fetcher, st *State, maxBytes int
 	for _, name := range slices.Sorted(maps.Keys(st.PolicyBundles)) {
 		spec := st.PolicyBundles[name]
 		if spec.Suspend {
-			problems = append(problems, Problem{Kind: "PolicyBundle", Name: name, Reason: "Suspended", Warning: true,
+			problems = append(problems, Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonSuspended, Warning: true,
 				Message: "spec.suspend is true: the bundle is not fetched"})
 			continue
 		}
 		a, err := PullBundle(ctx, f, name, &spec, refLookup(st.FetchRefs), nil, maxBytes)
 		if err != nil {
-			problems = append(problems, Problem{Kind: "PolicyBundle", Name: name, Reason: source.Reason(err), Message: err.Error()})
+			problems = append(problems, Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: source.Reason(err), Message: err.Error()})
 			continue
 		}
 		st.BundleArtifacts[name] = *a

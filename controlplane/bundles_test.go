@@ -55,7 +55,7 @@ func policyData(t *testing.T, files map[string][]byte) map[string]any {
 
 func TestBuildCombinesPolicyBundles(t *testing.T) {
 	st := baseState()
-	st.ConfigMaps["team-a"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+	st.ConfigMaps["team-a"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:ops"]}}}}`}}
 	st.PolicyBundles["grants"] = gatehousev1.PolicyBundleSpec{URL: "https://b.example/grants.tar.gz"}
 	st.BundleArtifacts["grants"] = bundleArchive(t, "g1", `{"gatehouse": {"roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`)

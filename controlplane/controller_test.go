@@ -10,6 +10,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -216,7 +217,7 @@ func TestControllerReportsProblemsOnce(t *testing.T) {
 	tc := startController(t, nil, st)
 	tc.start()
 	ps := <-tc.rep.got
-	if len(ps) != 1 || ps[0].Reason != ReasonInvalidExtensionConfig || ps[0].Name != "argocd-cm" {
+	if len(ps) != 1 || ps[0].Reason != gatehousev1.ReasonInvalidExtensionConfig || ps[0].Name != "argocd-cm" {
 		t.Fatalf("reported %+v", ps)
 	}
 	a := snapshot.Application{Namespace: "argocd", Name: "other", Project: "default"}

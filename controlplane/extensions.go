@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
@@ -41,7 +42,7 @@ func (m *extensionMemo) matches(st *State) bool {
 	if !m.valid || !maps.Equal(m.argocdCM, st.ConfigMaps[settings.ArgoCDConfigMap].Data) {
 		return false
 	}
-	own, hasOwn := st.ConfigMaps[ExtensionsConfigMap]
+	own, hasOwn := st.ConfigMaps[gatehousev1.ExtensionsConfigMap]
 	if hasOwn != m.hasOwn || !maps.Equal(m.own, own.Data) {
 		return false
 	}
@@ -59,7 +60,7 @@ func (k *extensionKeeper) parse(st *State) extconfig.Result {
 	if k.memo.matches(st) {
 		return k.memo.result
 	}
-	own, hasOwn := st.ConfigMaps[ExtensionsConfigMap]
+	own, hasOwn := st.ConfigMaps[gatehousev1.ExtensionsConfigMap]
 	// Clones: the memo must not see later edits of the maps it compares.
 	m := extensionMemo{valid: true, argocdCM: maps.Clone(st.ConfigMaps[settings.ArgoCDConfigMap].Data), own: maps.Clone(own.Data),
 		hasOwn: hasOwn, secrets: map[string]lookedUp{}}
@@ -100,7 +101,7 @@ func (k *extensionKeeper) build(st *State) ([]snapshot.Extension, map[string][]b
 			broken[p.Extension] = true
 			msg += "; until then the extension keeps its last good definition, or is not served if it never had one"
 		}
-		problems = append(problems, Problem{Kind: "ConfigMap", Name: problemConfigMap(p), Reason: ReasonInvalidExtensionConfig,
+		problems = append(problems, Problem{Kind: gatehousev1.KindConfigMap, Name: problemConfigMap(p), Reason: gatehousev1.ReasonInvalidExtensionConfig,
 			Message: msg, Warning: p.Warning})
 	}
 	if wholeBroken && k.all != nil {
@@ -162,8 +163,8 @@ func referenced(e snapshot.Extension, all map[string][]byte) map[string][]byte {
 
 // problemConfigMap is the ConfigMap a parse problem is about, for its Event.
 func problemConfigMap(p extconfig.Problem) string {
-	if strings.Contains(p.Source, ExtensionsConfigMap) {
-		return ExtensionsConfigMap
+	if strings.Contains(p.Source, gatehousev1.ExtensionsConfigMap) {
+		return gatehousev1.ExtensionsConfigMap
 	}
 	return settings.ArgoCDConfigMap
 }

@@ -48,7 +48,7 @@ type policyOutcome struct {
 func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []Problem) {
 	in := &policyInputs{configMaps: map[string]ConfigMap{}, artifacts: map[string]BundleArtifact{}}
 	for name, cm := range st.ConfigMaps {
-		if cm.Labels[LabelPolicy] == "true" {
+		if cm.Labels[gatehousev1.LabelPolicy] == "true" {
 			in.configMaps[name] = cm
 		}
 	}
@@ -92,7 +92,7 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, 
 		t, err := policies.ReadTarball(in.artifacts[name].Data, policies.TarballOptions{MaxBytes: maxBundleBytes})
 		if err != nil {
 			readable = false
-			out.problems = append(out.problems, Problem{Kind: policyconfig.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle,
+			out.problems = append(out.problems, Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle,
 				Message: fmt.Sprintf("the stored bundle %s does not read (%v); the last good policy stays in force", in.artifacts[name].Digest, err)})
 			continue
 		}
@@ -108,7 +108,7 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, 
 	}
 	files, err := policyFiles(b)
 	if err != nil {
-		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(slices.Sorted(maps.Keys(in.configMaps)), ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		out.problems = append(out.problems, Problem{Kind: gatehousev1.KindConfigMap, Name: strings.Join(slices.Sorted(maps.Keys(in.configMaps)), ","), Reason: gatehousev1.ReasonInvalidPolicy, Message: err.Error()})
 		return out
 	}
 	out.files, out.ok = files, true

@@ -22,15 +22,6 @@ type Problem struct {
 	Warning bool
 }
 
-// Event reasons.
-const (
-	ReasonInvalidExtensionConfig = "InvalidExtensionConfig"
-	ReasonInvalidPolicy          = "InvalidPolicy"
-	ReasonInvalidAuthConfig      = "InvalidAuthConfig"
-	ReasonInvalidCluster         = "InvalidCluster"
-	ReasonInvalidSettings        = "InvalidSettings"
-)
-
 func sortProblems(ps []Problem) {
 	slices.SortFunc(ps, func(a, b Problem) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name),

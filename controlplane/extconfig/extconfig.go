@@ -7,19 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
-)
-
-// Names Argo CD and Gatehouse read extension settings from.
-const (
-	ArgoCDConfigMap    = "argocd-cm"
-	GatehouseConfigMap = "gatehouse-extensions"
-	ArgoCDSecret       = "argocd-secret"
-	// ConfigKey holds a list of extensions; ConfigKey+".<name>" holds one.
-	ConfigKey = "extension.config"
-
-	labelPartOf     = "app.kubernetes.io/part-of"
-	labelSecretType = "argocd.argoproj.io/secret-type"
 )
 
 // Input is what the extension config is read from; all from the Argo CD
@@ -96,12 +86,12 @@ func (p Problem) Unwrap() error { return p.Err }
 // header Argo CD would not (docs/configuration.md lists each difference).
 func Parse(in Input) Result {
 	p := &parser{lookup: in.Secrets}
-	gatehouse := p.readSource(GatehouseConfigMap, in.Gatehouse, nil)
+	gatehouse := p.readSource(gatehousev1.ExtensionsConfigMap, in.Gatehouse, nil)
 	shadowed := make(map[string]bool, len(gatehouse.names))
 	for name := range gatehouse.names {
 		shadowed[name] = true
 	}
-	argo := p.readSource(ArgoCDConfigMap, in.ArgoCDCM, shadowed)
+	argo := p.readSource(settings.ArgoCDConfigMap, in.ArgoCDCM, shadowed)
 
 	res := Result{Secrets: map[string][]byte{}}
 	for _, built := range append(argo.served, gatehouse.served...) {

@@ -10,6 +10,8 @@ import (
 
 	sjson "sigs.k8s.io/json"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -69,9 +71,9 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 	var entries []entry
 	for _, key := range slices.Sorted(maps.Keys(data)) {
 		src := sourceName(configMap, key)
-		name, keyed := strings.CutPrefix(key, ConfigKey+".")
+		name, keyed := strings.CutPrefix(key, settings.KeyExtensionConfig+".")
 		switch {
-		case key == ConfigKey:
+		case key == settings.KeyExtensionConfig:
 			entries = append(entries, p.readList(src, key, data[key])...)
 		case keyed && name != "":
 			raw, err := yamlToJSON(data[key])
@@ -79,27 +81,27 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 				p.report(src, "", false, err)
 			}
 			entries = append(entries, entry{key: key, name: name, raw: raw, keyed: true, broken: err != nil})
-		case configMap == ArgoCDConfigMap && key == ConfigKey+".":
+		case configMap == settings.ArgoCDConfigMap && key == settings.KeyExtensionConfig+".":
 			// Argo CD reads it as the list, in place of
 			// "extension.config" when both exist (map order decides):
 			// which extensions are meant is unknowable, so the
 			// source keeps its last good config.
-			p.report(src, "", false, fmt.Errorf("key %q is the list to Argo CD, in place of %q when both exist (which one is chance); Gatehouse does not read it: move its extensions to %q", key, ConfigKey, ConfigKey))
-		case configMap == ArgoCDConfigMap && strings.HasPrefix(key, ConfigKey):
+			p.report(src, "", false, fmt.Errorf("key %q is the list to Argo CD, in place of %q when both exist (which one is chance); Gatehouse does not read it: move its extensions to %q", key, settings.KeyExtensionConfig, settings.KeyExtensionConfig))
+		case configMap == settings.ArgoCDConfigMap && strings.HasPrefix(key, settings.KeyExtensionConfig):
 			// Argo CD reads "extension.configX" as extension "X":
 			// a definition Gatehouse refuses, not one it never saw, so
 			// a second "X" makes both duplicates, as in Argo CD.
-			name := strings.TrimPrefix(key, ConfigKey)
+			name := strings.TrimPrefix(key, settings.KeyExtensionConfig)
 			if !skip[name] {
-				p.report(src, name, false, fmt.Errorf("key %q is extension %q to Argo CD; Gatehouse reads only %q keys: rename the key to %q", key, name, ConfigKey+".<name>", ConfigKey+"."+name))
+				p.report(src, name, false, fmt.Errorf("key %q is extension %q to Argo CD; Gatehouse reads only %q keys: rename the key to %q", key, name, settings.KeyExtensionConfig+".<name>", settings.KeyExtensionConfig+"."+name))
 			}
 			entries = append(entries, entry{key: key, name: name, keyed: true, broken: true})
-		case strings.HasPrefix(key, ConfigKey):
+		case strings.HasPrefix(key, settings.KeyExtensionConfig):
 			// In Gatehouse's own ConfigMap, "extension.configX" and
 			// "extension.config." are far likelier slips than intent.
-			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", ConfigKey, ConfigKey+".<name>"))
-		case configMap == GatehouseConfigMap:
-			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", GatehouseConfigMap, ConfigKey, ConfigKey+".<name>"))
+			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", settings.KeyExtensionConfig, settings.KeyExtensionConfig+".<name>"))
+		case configMap == gatehousev1.ExtensionsConfigMap:
+			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", gatehousev1.ExtensionsConfigMap, settings.KeyExtensionConfig, settings.KeyExtensionConfig+".<name>"))
 		}
 	}
 

@@ -163,7 +163,7 @@ func (r *BundleReconciler) referencing(kind string) handler.MapFunc {
 // configMapChanged: an artifact changed (or was deleted) by someone else
 // is put right; a ConfigMap holding a verification key is a reference.
 func (r *BundleReconciler) configMapChanged(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetNamespace() == r.o.Namespace && o.GetLabels()[LabelArtifact] != "" {
+	if o.GetNamespace() == r.o.Namespace && o.GetLabels()[gatehousev1.LabelArtifact] != "" {
 		if b := o.GetAnnotations()[annotationBundle]; b != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.o.ControlPlaneNamespace, Name: b}}}
 		}
@@ -401,7 +401,7 @@ func (r *BundleReconciler) updateStatus(ctx context.Context, b *gatehousev1.Poli
 			}
 			cond.Message = "fetched, but the combined policy is refused: " + strings.Join(msgs, "; ")
 		case stored == nil:
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, "Pending", "no bundle fetched yet"
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, gatehousev1.ReasonPending, "no bundle fetched yet"
 		default:
 			cond.Status, cond.Reason = metav1.ConditionTrue, gatehousev1.ReasonSucceeded
 			cond.Message = source.Describe(source.Pulled{Revision: stored.Revision, Warnings: o.warnings}, stored.Digest)

@@ -12,23 +12,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/policies"
-)
-
-// Kinds of sources.
-const (
-	KindConfigMap    = "ConfigMap"
-	KindPolicyBundle = "PolicyBundle"
-)
-
-// Reasons of problems. A ConfigMap's are all InvalidPolicy (the Event
-// reason policy ConfigMaps always had); a PolicyBundle's name the failure
-// as its Ready condition does.
-const (
-	ReasonInvalidPolicy = "InvalidPolicy"
-	ReasonInvalidBundle = "InvalidBundle"
-	ReasonConflict      = "Conflict"
-	ReasonCompileFailed = "CompileFailed"
 )
 
 // Problem is something wrong with one source.
@@ -67,7 +52,7 @@ type Manifest struct {
 // modulePrefix puts a PolicyBundle's files apart from every ConfigMap's:
 // a ConfigMap's name cannot hold a capital letter.
 func modulePrefix(kind, name string) string {
-	if kind == KindPolicyBundle {
+	if kind == gatehousev1.KindPolicyBundle {
 		return "PolicyBundle/" + name + "/"
 	}
 	return name + "/"
@@ -77,7 +62,7 @@ func modulePrefix(kind, name string) string {
 // "<configmap>/<key>", data.json is its data document, .manifest its
 // manifest. ok is false when the ConfigMap is unreadable and must not ship.
 func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, ok bool) {
-	s := Source{Kind: KindConfigMap, Name: name}
+	s := Source{Kind: gatehousev1.KindConfigMap, Name: name}
 	var problems []Problem
 	ok = true
 	for _, key := range slices.Sorted(maps.Keys(data)) {
@@ -113,7 +98,7 @@ func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, 
 }
 
 func configMapProblem(name, format string, args ...any) Problem {
-	return Problem{Kind: KindConfigMap, Name: name, Reason: ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)}
+	return Problem{Kind: gatehousev1.KindConfigMap, Name: name, Reason: gatehousev1.ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)}
 }
 
 // decodeManifest reads a .manifest as OPA does, keeping what matters here.
@@ -143,8 +128,8 @@ func decodeManifest(raw []byte) (*Manifest, error) {
 // FromTarball is the source of a PolicyBundle's artifact, read with
 // policies.ReadTarball (the caller verified signatures when it fetched).
 func FromTarball(name string, t *policies.Tarball) Source {
-	s := Source{Kind: KindPolicyBundle, Name: name, Data: t.Bundle.Data}
-	prefix := modulePrefix(KindPolicyBundle, name)
+	s := Source{Kind: gatehousev1.KindPolicyBundle, Name: name, Data: t.Bundle.Data}
+	prefix := modulePrefix(gatehousev1.KindPolicyBundle, name)
 	for _, m := range t.Bundle.Modules {
 		s.Modules = append(s.Modules, policies.Module{Path: prefix + m.Path, Source: m.Source})
 	}
@@ -173,9 +158,9 @@ func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
 	ok = true
 	conflict := func(s Source, format string, args ...any) {
 		ok = false
-		reason := ReasonConflict
-		if s.Kind == KindConfigMap {
-			reason = ReasonInvalidPolicy
+		reason := gatehousev1.ReasonConflict
+		if s.Kind == gatehousev1.KindConfigMap {
+			reason = gatehousev1.ReasonInvalidPolicy
 		}
 		problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason, Message: fmt.Sprintf(format, args...)})
 	}
@@ -198,14 +183,14 @@ func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
 }
 
 func kindOrder(k string) int {
-	if k == KindConfigMap {
+	if k == gatehousev1.KindConfigMap {
 		return 0
 	}
 	return 1
 }
 
 func describe(s Source) string {
-	if s.Kind == KindConfigMap {
+	if s.Kind == gatehousev1.KindConfigMap {
 		return "policy ConfigMap " + s.Name
 	}
 	return "PolicyBundle " + s.Name
@@ -376,9 +361,9 @@ func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ p
 	}
 	if _, err := limits.CheckSource(ctx, b); err != nil {
 		for _, s := range atFault(sources, err) {
-			reason := ReasonInvalidPolicy
-			if s.Kind == KindPolicyBundle {
-				reason = ReasonCompileFailed
+			reason := gatehousev1.ReasonInvalidPolicy
+			if s.Kind == gatehousev1.KindPolicyBundle {
+				reason = gatehousev1.ReasonCompileFailed
 			}
 			problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason,
 				Message: fmt.Sprintf("the policy is refused, so the last good policy stays in force: %v", err)})

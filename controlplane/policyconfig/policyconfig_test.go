@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -53,7 +54,7 @@ func TestFromConfigMap(t *testing.T) {
 		t.Fatalf("problems %+v: want one warning about README.md", problems)
 	}
 	for _, bad := range []map[string]string{{"data.json": "{"}, {".manifest": "not json"}} {
-		if _, problems, ok := FromConfigMap("x", bad); ok || len(problems) != 1 || problems[0].Reason != ReasonInvalidPolicy {
+		if _, problems, ok := FromConfigMap("x", bad); ok || len(problems) != 1 || problems[0].Reason != gatehousev1.ReasonInvalidPolicy {
 			t.Errorf("%v: want unreadable, got ok=%v %+v", bad, ok, problems)
 		}
 	}
@@ -192,9 +193,9 @@ func TestAssemble(t *testing.T) {
 			if ok || len(problems) != 1 || problems[0].Name != tc.conflict || !strings.Contains(problems[0].Message, tc.says) {
 				t.Fatalf("got ok=%v %+v; want one problem on %s saying %q", ok, problems, tc.conflict, tc.says)
 			}
-			want := ReasonConflict
-			if problems[0].Kind == KindConfigMap {
-				want = ReasonInvalidPolicy
+			want := gatehousev1.ReasonConflict
+			if problems[0].Kind == gatehousev1.KindConfigMap {
+				want = gatehousev1.ReasonInvalidPolicy
 			}
 			if problems[0].Reason != want {
 				t.Errorf("reason %s, want %s", problems[0].Reason, want)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
@@ -91,7 +92,7 @@ const (
 // extFixture is every Secret of the control-plane namespace, as both sides
 // see them.
 var extFixture = []argoSecret{
-	{Name: extconfig.ArgoCDSecret, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}, Data: map[string]string{
+	{Name: settings.ArgoCDSecret, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}, Data: map[string]string{
 		"server.secretkey": "signing-key", "token": "s3cr3t", "spaced": "  padded \n", "empty": "", "blank": " \n",
 		"nl": "a\nb", "url": "http://from-secret:8080", "dur": "5s", "name": "fromsecret", "cluster": "prod",
 	}},
@@ -453,15 +454,15 @@ func (c *extCompare) serves(name string) bool {
 func (c *extCompare) problems(e argoEntry, warning bool) []extconfig.Problem {
 	sources := map[string]bool{}
 	for k := range c.cm {
-		if rest, ok := strings.CutPrefix(k, extconfig.ConfigKey); ok && strings.TrimPrefix(rest, ".") == e.Key {
-			sources[fmt.Sprintf("ConfigMap %s key %q", extconfig.ArgoCDConfigMap, k)] = true
+		if rest, ok := strings.CutPrefix(k, settings.KeyExtensionConfig); ok && strings.TrimPrefix(rest, ".") == e.Key {
+			sources[fmt.Sprintf("ConfigMap %s key %q", settings.ArgoCDConfigMap, k)] = true
 		}
 	}
 	names := map[string]bool{e.Name: true, "": true}
 	if e.Index >= 0 {
 		names[fmt.Sprintf("extensions[%d]", e.Index)] = true
 		for k := range c.cm {
-			if strings.TrimPrefix(strings.TrimPrefix(k, extconfig.ConfigKey), ".") == e.Key {
+			if strings.TrimPrefix(strings.TrimPrefix(k, settings.KeyExtensionConfig), ".") == e.Key {
 				names[writtenName(c.cm[k], e.Index)] = true
 			}
 		}
@@ -471,7 +472,7 @@ func (c *extCompare) problems(e argoEntry, warning bool) []extconfig.Problem {
 		if p.Warning != warning || !names[p.Extension] {
 			continue
 		}
-		if sources[p.Source] || p.Source == "ConfigMap "+extconfig.ArgoCDConfigMap && p.Extension != "" {
+		if sources[p.Source] || p.Source == "ConfigMap "+settings.ArgoCDConfigMap && p.Extension != "" {
 			out = append(out, p)
 		}
 	}
@@ -493,7 +494,7 @@ func writtenName(list string, index int) string {
 }
 
 func describeEntry(e argoEntry) string {
-	key := extconfig.ConfigKey
+	key := settings.KeyExtensionConfig
 	if e.Key != "" {
 		key += "." + e.Key
 	}
