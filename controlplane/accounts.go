@@ -11,6 +11,7 @@ import (
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -29,12 +30,12 @@ type accountToken struct {
 // password hashes. A value Argo CD could not parse
 // leaves the account disabled (or without API keys) and is reported: a
 // typo must not revive a revoked token.
-func accounts(st *State) ([]snapshot.Account, []Problem) {
+func accounts(st *State) ([]snapshot.Account, []configproblem.Problem) {
 	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
 	secret := st.Secrets[settings.ArgoCDSecret].Data
-	var problems []Problem
+	var problems []configproblem.Problem
 	bad := func(kind, name, format string, args ...any) {
-		problems = append(problems, Problem{Kind: kind, Name: name, Reason: gatehousev1.ReasonInvalidAuthConfig, Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, configproblem.Problem{Kind: kind, Name: name, Reason: gatehousev1.ReasonInvalidAuthConfig, Err: fmt.Errorf(format, args...)})
 	}
 	byName := map[string]*snapshot.Account{settings.AdminAccount: {Name: settings.AdminAccount, Enabled: true, Capabilities: []string{"login"}}}
 	for _, key := range slices.Sorted(maps.Keys(cm)) {

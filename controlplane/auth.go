@@ -9,6 +9,7 @@ import (
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -28,12 +29,12 @@ type oidcConfig struct {
 // Dex when only dex.config is set, as Argo CD decides) and the groups claims
 // (argocd-rbac-cm scopes). Secrets go in by reference, their value into
 // secrets.
-func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Auth, []Problem) {
+func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Auth, []configproblem.Problem) {
 	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
-	var problems []Problem
+	var problems []configproblem.Problem
 	bad := func(format string, args ...any) {
-		problems = append(problems, Problem{Kind: gatehousev1.KindConfigMap, Name: settings.ArgoCDConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
-			Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: settings.ArgoCDConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
+			Err: fmt.Errorf(format, args...)})
 	}
 	a := snapshot.Auth{URL: strings.TrimSpace(cm[settings.KeyURL]), LocalTokens: localTokens}
 	// In the Argo CD API server mode the key stays here: whoever takes a
@@ -84,8 +85,8 @@ func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Au
 	if raw := st.ConfigMaps[settings.RBACConfigMap].Data[settings.KeyScopes]; strings.TrimSpace(raw) != "" {
 		var scopes []string
 		if err := yaml.Unmarshal([]byte(raw), &scopes); err != nil {
-			problems = append(problems, Problem{Kind: gatehousev1.KindConfigMap, Name: settings.RBACConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
-				Message: fmt.Sprintf("scopes is not a list such as \"[groups, email]\" (%v); groups are read from the groups claim", yamlError(err))})
+			problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: settings.RBACConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
+				Err: fmt.Errorf("scopes is not a list such as \"[groups, email]\" (%v); groups are read from the groups claim", yamlError(err))})
 		} else {
 			a.GroupsClaims = scopes
 		}

@@ -298,7 +298,7 @@ func TestBuildPolicyFromConfigMaps(t *testing.T) {
 	}
 	st.ConfigMaps["policy-b"].Data["data.json"] = `{"gatehouse": {"bindings": {"users": {"alice": ["role:other"]}}}}`
 	_, out = build(t, newTestBuilder(), st)
-	if len(out.Problems) < 2 || !strings.Contains(out.Problems[1].Message, "set twice") {
+	if len(out.Problems) < 2 || !strings.Contains(out.Problems[1].Error(), "set twice") {
 		t.Errorf("problems %+v: want a conflict reported", out.Problems)
 	}
 }

@@ -189,7 +189,7 @@ func TestBundleSyncer(t *testing.T) {
 	// The server wants another token: the last good bundle stays.
 	srv.token.Store(new("t2"))
 	next = s.syncDue(context.Background(), now.Add(6*time.Minute))
-	if p := s.Problems(); len(p) != 1 || p[0].Reason != gatehousev1.ReasonAuthenticationFailed || !strings.Contains(p[0].Message, "last good bundle stays") {
+	if p := s.Problems(); len(p) != 1 || p[0].Reason != gatehousev1.ReasonAuthenticationFailed || !strings.Contains(p[0].Error(), "last good bundle stays") {
 		t.Fatalf("problems %+v: want AuthenticationFailed", p)
 	}
 	if a, _ := artifact(); a.Digest != first.Digest {

@@ -6,6 +6,7 @@ import (
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -13,9 +14,9 @@ import (
 // and project only), plus the in-cluster default unless a Secret already names its server
 // or argocd-cm disables it. Secrets are taken in name order, so when two
 // claim the same cluster name or server the same one wins on every replica.
-func clusters(st *State) ([]snapshot.Cluster, []Problem) {
+func clusters(st *State) ([]snapshot.Cluster, []configproblem.Problem) {
 	var out []snapshot.Cluster
-	var problems []Problem
+	var problems []configproblem.Problem
 	names, servers := map[string]string{}, map[string]string{}
 	secretNames := make([]string, 0, len(st.Secrets))
 	for name, s := range st.Secrets {
@@ -25,8 +26,8 @@ func clusters(st *State) ([]snapshot.Cluster, []Problem) {
 	}
 	slices.Sort(secretNames)
 	bad := func(secret, format string, args ...any) {
-		problems = append(problems, Problem{Kind: gatehousev1.KindSecret, Name: secret, Reason: gatehousev1.ReasonInvalidCluster,
-			Message: fmt.Sprintf(format, args...) + "; the cluster is left out of the snapshot"})
+		problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindSecret, Name: secret, Reason: gatehousev1.ReasonInvalidCluster,
+			Err: fmt.Errorf(format+"; the cluster is left out of the snapshot", args...)})
 	}
 	for _, secret := range secretNames {
 		data := st.Secrets[secret].Data

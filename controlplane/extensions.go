@@ -1,13 +1,14 @@
 package controlplane
 
 import (
+	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -85,24 +86,23 @@ type keptExtension struct {
 	secrets map[string][]byte
 }
 
-func (k *extensionKeeper) build(st *State) ([]snapshot.Extension, map[string][]byte, []Problem) {
+func (k *extensionKeeper) build(st *State) ([]snapshot.Extension, map[string][]byte, []configproblem.Problem) {
 	res := k.parse(st)
-	problems := make([]Problem, 0, len(res.Problems))
+	problems := make([]configproblem.Problem, 0, len(res.Problems))
 	wholeBroken := false
 	broken := map[string]bool{}
 	for _, p := range res.Problems {
-		msg := p.Error()
+		// p is a copy: the memo's problems stay as parsed.
 		switch {
 		case p.Warning:
 		case p.Extension == "":
 			wholeBroken = true
-			msg += "; until then every extension keeps its last good definition (none, if the controller started with this error)"
+			p.Err = fmt.Errorf("%w; until then every extension keeps its last good definition (none, if the controller started with this error)", p.Err)
 		default:
 			broken[p.Extension] = true
-			msg += "; until then the extension keeps its last good definition, or is not served if it never had one"
+			p.Err = fmt.Errorf("%w; until then the extension keeps its last good definition, or is not served if it never had one", p.Err)
 		}
-		problems = append(problems, Problem{Kind: gatehousev1.KindConfigMap, Name: problemConfigMap(p), Reason: gatehousev1.ReasonInvalidExtensionConfig,
-			Message: msg, Warning: p.Warning})
+		problems = append(problems, p)
 	}
 	if wholeBroken && k.all != nil {
 		exts, secrets := k.flatten()
@@ -159,12 +159,4 @@ func referenced(e snapshot.Extension, all map[string][]byte) map[string][]byte {
 		}
 	}
 	return out
-}
-
-// problemConfigMap is the ConfigMap a parse problem is about, for its Event.
-func problemConfigMap(p extconfig.Problem) string {
-	if strings.Contains(p.Source, gatehousev1.ExtensionsConfigMap) {
-		return gatehousev1.ExtensionsConfigMap
-	}
-	return settings.ArgoCDConfigMap
 }

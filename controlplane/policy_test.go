@@ -92,8 +92,8 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 					continue
 				}
 				got = append(got, p.Name)
-				if !strings.Contains(p.Message, tt.message) || !strings.Contains(p.Message, "the last good policy stays in force") {
-					t.Errorf("problem of %s: %q, want it to say %q", p.Name, p.Message, tt.message)
+				if !strings.Contains(p.Error(), tt.message) || !strings.Contains(p.Error(), "the last good policy stays in force") {
+					t.Errorf("problem of %s: %q, want it to say %q", p.Name, p.Error(), tt.message)
 				}
 			}
 			slices.Sort(got)
@@ -111,8 +111,8 @@ func TestPolicyShipsWithItsCapabilities(t *testing.T) {
 	in := &policyInputs{configMaps: map[string]ConfigMap{"team-a": {Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": false, \"reason\": opa.runtime().version}\n"}}}}
 	out := compilePolicy(t.Context(), in, 0, policies.Limits{})
-	if out.ok || len(out.problems) != 1 || !strings.Contains(out.problems[0].Message, "team-a/policy.rego:3") ||
-		!strings.Contains(out.problems[0].Message, "opa.runtime") {
+	if out.ok || len(out.problems) != 1 || !strings.Contains(out.problems[0].Error(), "team-a/policy.rego:3") ||
+		!strings.Contains(out.problems[0].Error(), "opa.runtime") {
 		t.Fatalf("with the default capabilities: %+v, want refused naming opa.runtime at team-a/policy.rego:3", out)
 	}
 

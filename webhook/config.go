@@ -173,9 +173,9 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	var errs []string
 	for _, p := range problems {
 		if p.Warning {
-			warnings = append(warnings, p.Message)
+			warnings = append(warnings, p.Error())
 		} else {
-			errs = append(errs, p.Message)
+			errs = append(errs, p.Error())
 		}
 	}
 	if !ok {
@@ -187,7 +187,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	if !ok {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {
-			msgs = append(msgs, strings.TrimPrefix(p.Message, "the policy does not compile, so the last good policy stays in force: "))
+			msgs = append(msgs, strings.TrimPrefix(p.Error(), "the policy does not compile, so the last good policy stays in force: "))
 		}
 		return deny(fmt.Sprintf("policy ConfigMap %s: %s", cm.Name, strings.Join(msgs, "; ")), warnings...), nil
 	}
@@ -210,7 +210,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 		}
 		if _, problems, ok := policyconfig.Assemble(sources); !ok {
 			for _, p := range problems {
-				warnings = append(warnings, fmt.Sprintf("together with the other policy ConfigMaps: %s %s: %s", p.Kind, p.Name, p.Message))
+				warnings = append(warnings, fmt.Sprintf("together with the other policy ConfigMaps: %s %s: %s", p.Kind, p.Name, p.Error()))
 			}
 		}
 	}
@@ -254,7 +254,7 @@ func (r *ConfigRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdi
 	res := extconfig.Parse(in)
 	var warnings []string
 	for _, p := range res.Problems {
-		if strings.Contains(p.Source, settings.ArgoCDConfigMap) {
+		if p.Name == settings.ArgoCDConfigMap {
 			warnings = append(warnings, "Gatehouse will not serve this: "+p.Error())
 		}
 	}

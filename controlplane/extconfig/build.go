@@ -46,7 +46,7 @@ func (b *builder) warn(format string, args ...any) {
 
 // build reports the entry's problems and returns it if it may be served.
 func (p *parser) build(configMap string, e entry) (built, bool) {
-	src := sourceName(configMap, e.key)
+	src := location{configMap: configMap, key: e.key}
 	var (
 		level   rawExtLevel
 		backend rawBackend

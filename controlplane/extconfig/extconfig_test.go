@@ -9,6 +9,7 @@ import (
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -20,8 +21,10 @@ type want struct {
 	contains  []string
 }
 
-func argoSrc(key string) string      { return sourceName(settings.ArgoCDConfigMap, key) }
-func gatehouseSrc(key string) string { return sourceName(gatehousev1.ExtensionsConfigMap, key) }
+func argoSrc(key string) string { return location{settings.ArgoCDConfigMap, key}.String() }
+func gatehouseSrc(key string) string {
+	return location{gatehousev1.ExtensionsConfigMap, key}.String()
+}
 
 var mainArgo = argoSrc(settings.KeyExtensionConfig)
 
@@ -615,7 +618,7 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-func checkProblems(t *testing.T, got []Problem, want []want) {
+func checkProblems(t *testing.T, got []configproblem.Problem, want []want) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("got %d problems, want %d:", len(got), len(want))
@@ -626,9 +629,13 @@ func checkProblems(t *testing.T, got []Problem, want []want) {
 	}
 	for i, w := range want {
 		p := got[i]
-		if p.Source != w.source || p.Extension != w.extension || p.Warning != w.warning {
+		source := location{p.Name, p.Key}.String()
+		if source != w.source || p.Extension != w.extension || p.Warning != w.warning {
 			t.Errorf("problem %d: got (%s, %q, warning=%v), want (%s, %q, warning=%v): %s",
-				i, p.Source, p.Extension, p.Warning, w.source, w.extension, w.warning, p.Error())
+				i, source, p.Extension, p.Warning, w.source, w.extension, w.warning, p.Error())
+		}
+		if p.Kind != gatehousev1.KindConfigMap || p.Reason != gatehousev1.ReasonInvalidExtensionConfig {
+			t.Errorf("problem %d: on %s with reason %s, want a ConfigMap's with %s", i, p.Kind, p.Reason, gatehousev1.ReasonInvalidExtensionConfig)
 		}
 		for _, s := range w.contains {
 			if !strings.Contains(p.Error(), s) {
@@ -723,22 +730,31 @@ extensions:
 }
 
 func TestProblemError(t *testing.T) {
+	main := location{settings.ArgoCDConfigMap, settings.KeyExtensionConfig}
 	tests := []struct {
-		p    Problem
-		want string
+		at        location
+		extension string
+		warning   bool
+		err       error
+		want      string
 	}{
-		{Problem{Source: mainArgo, Err: errors.New("bad")}, `ConfigMap argocd-cm key "extension.config": bad`},
-		{Problem{Source: mainArgo, Extension: "x", Err: errors.New("bad")}, `ConfigMap argocd-cm key "extension.config": extension "x": bad`},
-		{Problem{Source: mainArgo, Extension: "x", Warning: true, Err: errors.New("odd")}, `ConfigMap argocd-cm key "extension.config": extension "x": warning: odd`},
+		{main, "", false, errors.New("bad"), `ConfigMap argocd-cm key "extension.config": bad`},
+		{main, "x", false, errors.New("bad"), `ConfigMap argocd-cm key "extension.config": extension "x": bad`},
+		{main, "x", true, errors.New("odd"), `ConfigMap argocd-cm key "extension.config": extension "x": warning: odd`},
+		{location{configMap: settings.ArgoCDConfigMap}, "x", false, errors.New("twice"), `ConfigMap argocd-cm: extension "x": twice`},
 	}
 	for _, tt := range tests {
-		if got := tt.p.Error(); got != tt.want {
+		p := &parser{}
+		p.report(tt.at, tt.extension, tt.warning, tt.err)
+		if got := p.problems[0].Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
 		}
 	}
 	inner := errors.New("inner")
-	if !errors.Is(Problem{Err: inner}, inner) {
-		t.Error("Problem does not unwrap to its Err")
+	p := &parser{}
+	p.report(main, "", false, inner)
+	if !errors.Is(p.problems[0], inner) {
+		t.Error("the problem does not unwrap to its error")
 	}
 }
 

@@ -12,20 +12,59 @@ import (
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 type parser struct {
 	lookup   SecretLookup
-	problems []Problem
+	problems []configproblem.Problem
 	// tlsChecked holds the outcome of checking each referenced Secret's
 	// TLS material: many extensions share a few Secrets, and a key pair
 	// costs a public-key computation to check.
 	tlsChecked map[string]error
 }
 
-func (p *parser) report(source, extension string, warning bool, err error) {
-	p.problems = append(p.problems, Problem{Source: source, Extension: extension, Warning: warning, Err: err})
+// report records a problem of the extension (or, for "", of the source)
+// at at: its text says where, which extension and how grave before what.
+func (p *parser) report(at location, extension string, warning bool, err error) {
+	where := at.String()
+	if extension != "" {
+		where += fmt.Sprintf(": extension %q", extension)
+	}
+	if warning {
+		where += ": warning"
+	}
+	p.problems = append(p.problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: at.configMap, Key: at.key,
+		Extension: extension, Warning: warning, Reason: gatehousev1.ReasonInvalidExtensionConfig, Err: locatedError{where: where, err: err}})
+}
+
+// locatedError is an error with where a person must look before it.
+type locatedError struct {
+	where string
+	err   error
+}
+
+func (e locatedError) Error() string {
+	if e.err == nil {
+		return e.where + ": "
+	}
+	return e.where + ": " + e.err.Error()
+}
+
+func (e locatedError) Unwrap() error { return e.err }
+
+// location is where in which ConfigMap a problem is: a key, or the whole
+// ConfigMap for "".
+type location struct{ configMap, key string }
+
+// String is where a person must look, such as
+// `ConfigMap argocd-cm key "extension.config"`.
+func (l location) String() string {
+	if l.key == "" {
+		return "ConfigMap " + l.configMap
+	}
+	return fmt.Sprintf("ConfigMap %s key %q", l.configMap, l.key)
 }
 
 // entry is one extension definition as found in a ConfigMap.
@@ -60,17 +99,13 @@ type sourceResult struct {
 	served []built
 }
 
-func sourceName(configMap, key string) string {
-	return fmt.Sprintf("ConfigMap %s key %q", configMap, key)
-}
-
 // readSource reads one ConfigMap's extensions, skipping the names in skip
 // without a word: they are defined elsewhere and that definition wins.
 func (p *parser) readSource(configMap string, data map[string]string, skip map[string]bool) sourceResult {
 	res := sourceResult{names: map[string]bool{}}
 	var entries []entry
 	for _, key := range slices.Sorted(maps.Keys(data)) {
-		src := sourceName(configMap, key)
+		src := location{configMap: configMap, key: key}
 		name, keyed := strings.CutPrefix(key, settings.KeyExtensionConfig+".")
 		switch {
 		case key == settings.KeyExtensionConfig:
@@ -123,7 +158,7 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 				for i, d := range defs {
 					locs[i] = d.location()
 				}
-				p.report("ConfigMap "+configMap, e.name, false, fmt.Errorf(
+				p.report(location{configMap: configMap}, e.name, false, fmt.Errorf(
 					"defined %d times (%s): keep one definition",
 					len(defs), strings.Join(locs, ", ")))
 			}
@@ -141,7 +176,7 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 // readList splits an "extension.config" value into its extensions. Only a
 // value that cannot be read at all is the whole key's problem; each entry
 // is judged on its own later.
-func (p *parser) readList(src, key, text string) []entry {
+func (p *parser) readList(src location, key, text string) []entry {
 	raw, err := yamlToJSON(text)
 	if err != nil {
 		p.report(src, "", false, err)

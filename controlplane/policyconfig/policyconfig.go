@@ -13,17 +13,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
-
-// Problem is something wrong with one source.
-type Problem struct {
-	Kind, Name string
-	Reason     string
-	Message    string
-	// Warning: reported, nothing left out.
-	Warning bool
-}
 
 // Source is one place policy comes from, read.
 type Source struct {
@@ -61,9 +53,9 @@ func modulePrefix(kind, name string) string {
 // FromConfigMap reads a policy ConfigMap: each .rego key becomes module
 // "<configmap>/<key>", data.json is its data document, .manifest its
 // manifest. ok is false when the ConfigMap is unreadable and must not ship.
-func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, ok bool) {
+func FromConfigMap(name string, data map[string]string) (_ Source, _ []configproblem.Problem, ok bool) {
 	s := Source{Kind: gatehousev1.KindConfigMap, Name: name}
-	var problems []Problem
+	var problems []configproblem.Problem
 	ok = true
 	for _, key := range slices.Sorted(maps.Keys(data)) {
 		val := data[key]
@@ -97,8 +89,8 @@ func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, 
 	return s, problems, ok
 }
 
-func configMapProblem(name, format string, args ...any) Problem {
-	return Problem{Kind: gatehousev1.KindConfigMap, Name: name, Reason: gatehousev1.ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)}
+func configMapProblem(name, format string, args ...any) configproblem.Problem {
+	return configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: name, Reason: gatehousev1.ReasonInvalidPolicy, Err: fmt.Errorf(format, args...)}
 }
 
 // decodeManifest reads a .manifest as OPA does, keeping what matters here.
@@ -149,12 +141,12 @@ func FromTarball(name string, t *policies.Tarball) Source {
 // version. Revisions join. With no module at all, the default policy reads
 // the merged data. ok is false when the sources conflict: the bundle must
 // not ship.
-func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
+func Assemble(sources []Source) (_ policies.Bundle, _ []configproblem.Problem, ok bool) {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, func(a, b Source) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), strings.Compare(a.Name, b.Name))
 	})
-	var problems []Problem
+	var problems []configproblem.Problem
 	ok = true
 	conflict := func(s Source, format string, args ...any) {
 		ok = false
@@ -162,7 +154,7 @@ func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
 		if s.Kind == gatehousev1.KindConfigMap {
 			reason = gatehousev1.ReasonInvalidPolicy
 		}
-		problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason, Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, configproblem.Problem{Kind: s.Kind, Name: s.Name, Reason: reason, Err: fmt.Errorf(format, args...)})
 	}
 	b := policies.Bundle{Data: map[string]any{}}
 	for i, s := range sources {
@@ -353,7 +345,7 @@ func mergeManifests(sources []Source, out *policies.Manifest, conflict func(Sour
 // will, under limits (their capabilities, and the sandbox the check runs
 // in). Each source gets the compiler's message when it fails. The bundle
 // carries limits' capabilities, for the snapshot.
-func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ policies.Bundle, _ []Problem, ok bool) {
+func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ policies.Bundle, _ []configproblem.Problem, ok bool) {
 	b, problems, ok := Assemble(sources)
 	b.Capabilities = limits.Capabilities
 	if !ok {
@@ -365,8 +357,8 @@ func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ p
 			if s.Kind == gatehousev1.KindPolicyBundle {
 				reason = gatehousev1.ReasonCompileFailed
 			}
-			problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason,
-				Message: fmt.Sprintf("the policy is refused, so the last good policy stays in force: %v", err)})
+			problems = append(problems, configproblem.Problem{Kind: s.Kind, Name: s.Name, Reason: reason,
+				Err: fmt.Errorf("the policy is refused, so the last good policy stays in force: %w", err)})
 		}
 		return b, problems, false
 	}

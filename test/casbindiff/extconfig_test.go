@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
@@ -423,7 +424,7 @@ func (c *extCompare) servesWhatArgoServes() {
 	}
 }
 
-func exceptionOf(p extconfig.Problem) string {
+func exceptionOf(p configproblem.Problem) string {
 	for _, x := range exceptions {
 		if x.warning == p.Warning && x.pattern.MatchString(p.Error()) {
 			return x.name
@@ -451,11 +452,11 @@ func (c *extCompare) serves(name string) bool {
 // problems are Gatehouse's Problems about entry e: of its key, naming it
 // (by its name, its position, or the name as written) or the whole key,
 // and duplicates of its name.
-func (c *extCompare) problems(e argoEntry, warning bool) []extconfig.Problem {
-	sources := map[string]bool{}
+func (c *extCompare) problems(e argoEntry, warning bool) []configproblem.Problem {
+	keys := map[string]bool{}
 	for k := range c.cm {
 		if rest, ok := strings.CutPrefix(k, settings.KeyExtensionConfig); ok && strings.TrimPrefix(rest, ".") == e.Key {
-			sources[fmt.Sprintf("ConfigMap %s key %q", settings.ArgoCDConfigMap, k)] = true
+			keys[k] = true
 		}
 	}
 	names := map[string]bool{e.Name: true, "": true}
@@ -467,12 +468,12 @@ func (c *extCompare) problems(e argoEntry, warning bool) []extconfig.Problem {
 			}
 		}
 	}
-	var out []extconfig.Problem
+	var out []configproblem.Problem
 	for _, p := range c.res.Problems {
 		if p.Warning != warning || !names[p.Extension] {
 			continue
 		}
-		if sources[p.Source] || p.Source == "ConfigMap "+settings.ArgoCDConfigMap && p.Extension != "" {
+		if p.Name == settings.ArgoCDConfigMap && (keys[p.Key] || p.Key == "" && p.Extension != "") {
 			out = append(out, p)
 		}
 	}
@@ -515,7 +516,7 @@ func describeCM(cm map[string]string) string {
 	return b.String()
 }
 
-func describeProblems(ps []extconfig.Problem) string {
+func describeProblems(ps []configproblem.Problem) string {
 	var b strings.Builder
 	for _, p := range ps {
 		fmt.Fprintf(&b, "  %v\n", p)
