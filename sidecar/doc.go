@@ -1,7 +1,9 @@
-// Package sidecar owns the contract of the volume shared by the agent and the proxy:
-// the file layout, the manifest that lists and hashes every file (package snapshot's
-// FileMetas, with the version's name), the atomic writer the agent uses, and the
-// verifying loader and watcher the proxy uses.
+// Package sidecar owns the contract between the agent and the proxy of one Pod: the
+// volume they share (the file layout, the manifest that lists and hashes every file
+// (package snapshot's FileMetas, with the version's name), the atomic writer the agent
+// uses, and the verifying loader and watcher the proxy uses), and ProxyState, the
+// proxy's /state reply the agent confirms versions with. It imports only
+// internal/snapshot and never a Kubernetes client, gRPC, the agent or the proxy.
 //
 // # Layout
 //
