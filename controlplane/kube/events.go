@@ -51,9 +51,9 @@ func (r *EventReporter) object(ctx context.Context, p configproblem.Problem) cli
 	var obj client.Object
 	gvk := corev1.SchemeGroupVersion.WithKind(p.Kind)
 	switch p.Kind {
-	case "ConfigMap":
+	case gatehousev1.KindConfigMap:
 		obj = &corev1.ConfigMap{}
-	case "Secret":
+	case gatehousev1.KindSecret:
 		obj = &corev1.Secret{}
 	case gatehousev1.KindPolicyBundle:
 		obj, gvk = &gatehousev1.PolicyBundle{}, gatehousev1.GroupVersion.WithKind(p.Kind)
