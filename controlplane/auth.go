@@ -6,18 +6,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
-)
-
-// Keys of Argo CD's settings that configure authentication.
-const (
-	keyURL       = "url"
-	keyOIDC      = "oidc.config"
-	keyDex       = "dex.config"
-	keySecretKey = "server.secretkey"
-	keyScopes    = "scopes"
 )
 
 // oidcConfig is the part of argocd-cm's oidc.config token verification uses.
@@ -36,25 +29,25 @@ type oidcConfig struct {
 // Dex when only dex.config is set, as Argo CD decides) and the groups claims
 // (argocd-rbac-cm scopes). Secrets go in by reference, their value into
 // secrets.
-func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Auth, []Problem) {
+func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Auth, []configproblem.Problem) {
 	cm := st.ConfigMaps[settings.ArgoCDConfigMap].Data
-	var problems []Problem
+	var problems []configproblem.Problem
 	bad := func(format string, args ...any) {
-		problems = append(problems, Problem{Kind: "ConfigMap", Name: settings.ArgoCDConfigMap, Reason: ReasonInvalidAuthConfig,
-			Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: settings.ArgoCDConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
+			Err: fmt.Errorf(format, args...)})
 	}
-	a := snapshot.Auth{URL: strings.TrimSpace(cm[keyURL]), LocalTokens: localTokens}
+	a := snapshot.Auth{URL: strings.TrimSpace(cm[settings.KeyURL]), LocalTokens: localTokens}
 	// In the Argo CD API server mode the key stays here: whoever takes a
 	// proxy Pod must not be able to mint a token for any Argo CD user.
-	if key := st.Secrets[ArgoCDSecret].Data[keySecretKey]; len(key) > 0 && localTokens != snapshot.LocalTokensArgoCDServer {
-		path := snapshot.SecretPath(ArgoCDSecret, keySecretKey)
+	if key := st.Secrets[settings.ArgoCDSecret].Data[settings.KeySecretKey]; len(key) > 0 && localTokens != snapshot.LocalTokensArgoCDServer {
+		path := snapshot.SecretPath(settings.ArgoCDSecret, settings.KeySecretKey)
 		secrets[path] = key
 		a.LocalSecretKey = &snapshot.SecretRef{Path: path}
 	}
 	switch {
-	case strings.TrimSpace(cm[keyOIDC]) != "":
+	case strings.TrimSpace(cm[settings.KeyOIDC]) != "":
 		var c oidcConfig
-		if err := yaml.Unmarshal([]byte(cm[keyOIDC]), &c); err != nil {
+		if err := yaml.Unmarshal([]byte(cm[settings.KeyOIDC]), &c); err != nil {
 			bad("oidc.config is not valid YAML (%v): fix it; SSO tokens keep the last good settings", yamlError(err))
 			break
 		}
@@ -82,18 +75,18 @@ func auth(st *State, secrets map[string][]byte, localTokens string) (snapshot.Au
 			}
 		}
 		a.OIDC = o
-	case strings.TrimSpace(cm[keyDex]) != "":
+	case strings.TrimSpace(cm[settings.KeyDex]) != "":
 		if a.URL == "" {
 			bad("dex.config is set but url is not: Argo CD serves Dex under <url>/api/dex, so set url")
 			break
 		}
 		a.OIDC = &snapshot.OIDC{Issuer: strings.TrimSuffix(a.URL, "/") + "/api/dex", Audiences: []string{"argo-cd", "argo-cd-cli"}, Dex: true}
 	}
-	if raw := st.ConfigMaps[ArgoCDRBACConfigMap].Data[keyScopes]; strings.TrimSpace(raw) != "" {
+	if raw := st.ConfigMaps[settings.RBACConfigMap].Data[settings.KeyScopes]; strings.TrimSpace(raw) != "" {
 		var scopes []string
 		if err := yaml.Unmarshal([]byte(raw), &scopes); err != nil {
-			problems = append(problems, Problem{Kind: "ConfigMap", Name: ArgoCDRBACConfigMap, Reason: ReasonInvalidAuthConfig,
-				Message: fmt.Sprintf("scopes is not a list such as \"[groups, email]\" (%v); groups are read from the groups claim", yamlError(err))})
+			problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: settings.RBACConfigMap, Reason: gatehousev1.ReasonInvalidAuthConfig,
+				Err: fmt.Errorf("scopes is not a list such as \"[groups, email]\" (%v); groups are read from the groups claim", yamlError(err))})
 		} else {
 			a.GroupsClaims = scopes
 		}

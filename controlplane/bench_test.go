@@ -8,6 +8,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	"github.com/gatehouse-dev/gatehouse/agent/server/authn"
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
@@ -31,7 +33,7 @@ func benchState() *State {
 		st.Projects[p.Name] = p
 	}
 	for i := range 50 {
-		st.Secrets[fmt.Sprintf("cluster-%02d", i)] = ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster},
+		st.Secrets[fmt.Sprintf("cluster-%02d", i)] = ProjectSecretData(map[string]string{settings.LabelSecretType: settings.SecretTypeCluster},
 			map[string][]byte{"name": []byte(fmt.Sprintf("cluster-%02d", i)), "server": []byte(fmt.Sprintf("https://cluster-%02d.example.com:6443", i))})
 	}
 	for i := range 64 {
@@ -48,9 +50,9 @@ func benchState() *State {
 			fmt.Fprintf(&ext, "        tls: {caSecretRef: {name: backend-tls-%02d, key: ca.crt}, clientCertSecretRef: {name: backend-tls-%02d}}\n", (i+c)%64, (i+c)%64)
 		}
 	}
-	st.ConfigMaps[ExtensionsConfigMap] = ConfigMap{Data: map[string]string{"extension.config": strings.TrimPrefix(ext.String(), "extension.config: |\n")}}
+	st.ConfigMaps[gatehousev1.ExtensionsConfigMap] = ConfigMap{Data: map[string]string{"extension.config": strings.TrimPrefix(ext.String(), "extension.config: |\n")}}
 	st.ConfigMaps["argocd-cm"] = ConfigMap{Data: map[string]string{"url": "https://argocd.example.com", "dex.config": "connectors: []"}}
-	st.ConfigMaps["policy"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"}, Data: map[string]string{"data.json": benchPolicyData()}}
+	st.ConfigMaps["policy"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"}, Data: map[string]string{"data.json": benchPolicyData()}}
 	return st
 }
 

@@ -6,7 +6,9 @@ import (
 	"maps"
 	"slices"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
@@ -48,7 +50,7 @@ type Output struct {
 	// Files, sorted by path, the index last; their Data may be shared with
 	// later builds and must not be modified.
 	Files    []snapshot.File
-	Problems []Problem
+	Problems []configproblem.Problem
 }
 
 // NewBuilder returns a Builder.
@@ -60,19 +62,19 @@ func NewBuilder(o BuilderOptions) *Builder {
 // could not be encoded (the caller keeps the previous snapshot); problems
 // with parts of the configuration are reported in Output instead.
 func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
-	var problems []Problem
-	report := func(ps []Problem) { problems = append(problems, ps...) }
+	var problems []configproblem.Problem
+	report := func(ps []configproblem.Problem) { problems = append(problems, ps...) }
 	c := &snapshot.Content{Secrets: map[string][]byte{}, ArgoCDNamespace: b.o.ControlPlaneNamespace}
 
 	set, errs := settings.Build(b.o.ControlPlaneNamespace, st.ConfigMaps[settings.CmdParamsConfigMap].Data,
 		st.ConfigMaps[settings.ArgoCDConfigMap].Data, b.o.Overrides)
 	for _, err := range errs {
-		report([]Problem{{Kind: "ConfigMap", Name: settings.CmdParamsConfigMap, Reason: ReasonInvalidSettings, Warning: true, Message: err.Error()}})
+		report([]configproblem.Problem{{Kind: gatehousev1.KindConfigMap, Name: settings.CmdParamsConfigMap, Reason: gatehousev1.ReasonInvalidSettings, Warning: true, Err: err}})
 	}
 	c.Applications = enabledApplications(st, set)
 	c.Projects = slices.Collect(maps.Values(st.Projects))
 
-	var ps []Problem
+	var ps []configproblem.Problem
 	c.Clusters, ps = clusters(st)
 	report(ps)
 	c.Auth, ps = auth(st, c.Secrets, b.o.LocalTokens)
@@ -91,7 +93,7 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build snapshot: %w", err)
 	}
-	sortProblems(problems)
+	configproblem.Sort(problems)
 	return &Output{Files: files, Problems: problems}, nil
 }
 
@@ -117,7 +119,7 @@ func enabledApplications(st *State, set *settings.Settings) []snapshot.Applicati
 
 // keepOIDC keeps the last good SSO settings while oidc.config is broken:
 // a typo must not lock every SSO user out.
-func (b *Builder) keepOIDC(a *snapshot.Auth, problems []Problem) {
+func (b *Builder) keepOIDC(a *snapshot.Auth, problems []configproblem.Problem) {
 	broken := false
 	for _, p := range problems {
 		if p.Name == settings.ArgoCDConfigMap && !p.Warning {

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
@@ -44,7 +46,7 @@ func baseState() *State {
 `,
 	}}
 	st.Secrets["argocd-secret"] = Secret{Data: map[string][]byte{"server.secretkey": []byte("k3y"), "metrics.token": []byte("Bearer t0ken"), "admin.password": []byte("$2a$10$adminpasswordhash")}}
-	st.Secrets["cluster-prod"] = ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster},
+	st.Secrets["cluster-prod"] = ProjectSecretData(map[string]string{settings.LabelSecretType: settings.SecretTypeCluster},
 		map[string][]byte{"name": []byte("prod"), "server": []byte("https://prod:6443"), "config": []byte(`{"bearerToken":"x"}`)})
 	return st
 }
@@ -111,7 +113,7 @@ func sortedClusters(cs []snapshot.Cluster) []snapshot.Cluster {
 // snapshot: a proxy Pod never holds it.
 func TestBuildKeepsTheServerKeyInTheArgoCDServerMode(t *testing.T) {
 	st := baseState()
-	key := st.Secrets[ArgoCDSecret].Data[keySecretKey]
+	key := st.Secrets[settings.ArgoCDSecret].Data[settings.KeySecretKey]
 	if len(key) == 0 {
 		t.Fatal("the base state has no server.secretkey to keep")
 	}
@@ -155,7 +157,7 @@ func TestBuildKeepsLastGood(t *testing.T) {
 			break_: func(st *State) {
 				st.ConfigMaps["argocd-cm"].Data["extension.config"] = "extensions: [ {name: metrics"
 			},
-			reason: ReasonInvalidExtensionConfig,
+			reason: gatehousev1.ReasonInvalidExtensionConfig,
 			check: func(t *testing.T, c *snapshot.Content) {
 				if len(c.Extensions) != 1 || c.Extensions[0].Backend.Services[0].URLs[0] != "http://metrics.monitoring" {
 					t.Errorf("extensions %+v: want the last good metrics", c.Extensions)
@@ -176,7 +178,7 @@ func TestBuildKeepsLastGood(t *testing.T) {
     - url: http://logs
 `
 			},
-			reason: ReasonInvalidExtensionConfig,
+			reason: gatehousev1.ReasonInvalidExtensionConfig,
 			check: func(t *testing.T, c *snapshot.Content) {
 				names := []string{}
 				for _, e := range c.Extensions {
@@ -193,10 +195,10 @@ func TestBuildKeepsLastGood(t *testing.T) {
 		{
 			name: "policy that does not compile",
 			break_: func(st *State) {
-				st.ConfigMaps["my-policy"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+				st.ConfigMaps["my-policy"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 					Data: map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"}}
 			},
-			reason: ReasonInvalidPolicy,
+			reason: gatehousev1.ReasonInvalidPolicy,
 			check: func(t *testing.T, c *snapshot.Content) {
 				if _, ok := c.Policy["extensions/policy.rego"]; !ok || len(c.Policy) != 2 {
 					t.Errorf("policy files %v: want the last good (default) policy", slices.Sorted(maps.Keys(c.Policy)))
@@ -206,10 +208,10 @@ func TestBuildKeepsLastGood(t *testing.T) {
 		{
 			name: "policy data that is not JSON",
 			break_: func(st *State) {
-				st.ConfigMaps["my-policy"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+				st.ConfigMaps["my-policy"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 					Data: map[string]string{"data.json": "{"}}
 			},
-			reason: ReasonInvalidPolicy,
+			reason: gatehousev1.ReasonInvalidPolicy,
 			check: func(t *testing.T, c *snapshot.Content) {
 				if string(c.Policy["data.json"]) != "{}\n" {
 					t.Errorf("policy data %q: want the last good (empty) data", c.Policy["data.json"])
@@ -221,7 +223,7 @@ func TestBuildKeepsLastGood(t *testing.T) {
 			break_: func(st *State) {
 				st.ConfigMaps["argocd-cm"].Data["oidc.config"] = "issuer: https://new-idp.example\nclientID: argo\nrootCA: |\n  MIIB-not-a-certificate\n"
 			},
-			reason: ReasonInvalidAuthConfig,
+			reason: gatehousev1.ReasonInvalidAuthConfig,
 			check: func(t *testing.T, c *snapshot.Content) {
 				if c.Auth.OIDC == nil || c.Auth.OIDC.Issuer != "https://idp.example" || c.Auth.OIDC.RootCA != "" {
 					t.Errorf("oidc %+v: want the last good issuer, without the broken rootCA", c.Auth.OIDC)
@@ -233,7 +235,7 @@ func TestBuildKeepsLastGood(t *testing.T) {
 			break_: func(st *State) {
 				st.ConfigMaps["argocd-cm"].Data["oidc.config"] = "issuer: [https://idp"
 			},
-			reason: ReasonInvalidAuthConfig,
+			reason: gatehousev1.ReasonInvalidAuthConfig,
 			check: func(t *testing.T, c *snapshot.Content) {
 				if c.Auth.OIDC == nil || c.Auth.OIDC.Issuer != "https://idp.example" {
 					t.Errorf("oidc %+v: want the last good issuer", c.Auth.OIDC)
@@ -278,9 +280,9 @@ func sameEncoding(t *testing.T, a, b *snapshot.Content) bool {
 
 func TestBuildPolicyFromConfigMaps(t *testing.T) {
 	st := baseState()
-	st.ConfigMaps["policy-a"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+	st.ConfigMaps["policy-a"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:dev"]}}}}`, "README": "x"}}
-	st.ConfigMaps["policy-b"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+	st.ConfigMaps["policy-b"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"data.json": `{"gatehouse": {"roles": {"role:dev": {"extensions": [{"extension": "metrics"}]}}}}`}}
 	c, out := build(t, newTestBuilder(), st)
 	var data map[string]any
@@ -296,14 +298,14 @@ func TestBuildPolicyFromConfigMaps(t *testing.T) {
 	}
 	st.ConfigMaps["policy-b"].Data["data.json"] = `{"gatehouse": {"bindings": {"users": {"alice": ["role:other"]}}}}`
 	_, out = build(t, newTestBuilder(), st)
-	if len(out.Problems) < 2 || !strings.Contains(out.Problems[1].Message, "set twice") {
+	if len(out.Problems) < 2 || !strings.Contains(out.Problems[1].Error(), "set twice") {
 		t.Errorf("problems %+v: want a conflict reported", out.Problems)
 	}
 }
 
 func TestClusters(t *testing.T) {
 	cluster := func(name, server string) Secret {
-		return ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster}, map[string][]byte{"name": []byte(name), "server": []byte(server)})
+		return ProjectSecretData(map[string]string{settings.LabelSecretType: settings.SecretTypeCluster}, map[string][]byte{"name": []byte(name), "server": []byte(server)})
 	}
 	tests := []struct {
 		name     string
@@ -319,9 +321,9 @@ func TestClusters(t *testing.T) {
 		{"duplicate name: first secret wins", map[string]Secret{"a": cluster("prod", "https://a"), "b": cluster("prod", "https://b")}, nil,
 			[]snapshot.Cluster{{Name: "prod", Server: "https://a"}, snapshot.InCluster}, 1},
 		{"no server", map[string]Secret{"a": cluster("prod", "")}, nil, []snapshot.Cluster{snapshot.InCluster}, 1},
-		{"other secrets are not clusters", map[string]Secret{"repo": {Labels: map[string]string{LabelSecretType: "repository"}}}, nil,
+		{"other secrets are not clusters", map[string]Secret{"repo": {Labels: map[string]string{settings.LabelSecretType: "repository"}}}, nil,
 			[]snapshot.Cluster{snapshot.InCluster}, 0},
-		{"a project-scoped cluster keeps its project", map[string]Secret{"a": ProjectSecretData(map[string]string{LabelSecretType: SecretTypeCluster},
+		{"a project-scoped cluster keeps its project", map[string]Secret{"a": ProjectSecretData(map[string]string{settings.LabelSecretType: settings.SecretTypeCluster},
 			map[string][]byte{"name": []byte("prod"), "server": []byte("https://a"), "project": []byte("team-a"), "config": []byte("credential")})}, nil,
 			[]snapshot.Cluster{{Name: "prod", Server: "https://a", Project: "team-a"}, snapshot.InCluster}, 0},
 	}
@@ -366,7 +368,7 @@ func TestAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := NewState()
 			st.ConfigMaps["argocd-cm"] = ConfigMap{Data: tt.cm}
-			st.ConfigMaps[ArgoCDRBACConfigMap] = ConfigMap{Data: tt.rbac}
+			st.ConfigMaps[settings.RBACConfigMap] = ConfigMap{Data: tt.rbac}
 			got, problems := auth(st, map[string][]byte{}, "")
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(tt.want)
@@ -409,8 +411,8 @@ func TestProjectSecret(t *testing.T) {
 	}{
 		{"opaque keeps everything", corev1.SecretTypeOpaque, nil, []string{"ca.crt", "config", "name", "project", "server"}},
 		{"tls keeps everything", corev1.SecretTypeTLS, nil, []string{"ca.crt", "config", "name", "project", "server"}},
-		{"cluster keeps name, server and project", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: SecretTypeCluster}, []string{"name", "project", "server"}},
-		{"repository keeps nothing", corev1.SecretTypeOpaque, map[string]string{LabelSecretType: "repository"}, nil},
+		{"cluster keeps name, server and project", corev1.SecretTypeOpaque, map[string]string{settings.LabelSecretType: settings.SecretTypeCluster}, []string{"name", "project", "server"}},
+		{"repository keeps nothing", corev1.SecretTypeOpaque, map[string]string{settings.LabelSecretType: "repository"}, nil},
 		{"helm release keeps nothing", "helm.sh/release.v1", nil, nil},
 		{"service account token keeps nothing", corev1.SecretTypeServiceAccountToken, nil, nil},
 	}
@@ -458,7 +460,7 @@ func TestAccounts(t *testing.T) {
 			for k, v := range tt.secret {
 				data[k] = []byte(v)
 			}
-			st.Secrets[ArgoCDSecret] = Secret{Data: data}
+			st.Secrets[settings.ArgoCDSecret] = Secret{Data: data}
 			got, problems := accounts(st)
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(tt.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 )
 
 // BundleSyncer fetches the PolicyBundles of a directory source (`gatehouse
@@ -29,7 +31,7 @@ type BundleSyncer struct {
 
 	mu       sync.Mutex
 	states   map[string]*syncState
-	problems map[string]Problem
+	problems map[string]configproblem.Problem
 }
 
 type syncState struct {
@@ -41,15 +43,15 @@ type syncState struct {
 
 // NewBundleSyncer returns a syncer for store.
 func NewBundleSyncer(store *Store, fetcher *source.Fetcher, maxBytes int64, log *slog.Logger) *BundleSyncer {
-	return &BundleSyncer{store: store, fetcher: fetcher, log: log, maxBytes: maxBytes, states: map[string]*syncState{}, problems: map[string]Problem{}}
+	return &BundleSyncer{store: store, fetcher: fetcher, log: log, maxBytes: maxBytes, states: map[string]*syncState{}, problems: map[string]configproblem.Problem{}}
 }
 
 // Problems are the current failures, one per PolicyBundle, sorted.
-func (s *BundleSyncer) Problems() []Problem {
+func (s *BundleSyncer) Problems() []configproblem.Problem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := slices.Collect(maps.Values(s.problems))
-	sortProblems(out)
+	configproblem.Sort(out)
 	return out
 }
 
@@ -120,7 +122,7 @@ func (s *BundleSyncer) syncDue(ctx context.Context, now time.Time) time.Time {
 		if err != nil {
 			st.failures++
 			st.next = now.Add(source.Backoff(st.failures, spec.IntervalOrDefault()))
-			p := Problem{Kind: "PolicyBundle", Name: name, Reason: source.Reason(err), Message: err.Error() + "; the last good bundle stays in force"}
+			p := configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: source.Reason(err), Err: fmt.Errorf("%w; the last good bundle stays in force", err)}
 			if s.problems[name] != p {
 				s.log.Error("policy bundle not fetched", "policyBundle", name, "reason", p.Reason, "error", err.Error())
 			}
@@ -167,18 +169,18 @@ func PullBundle(ctx context.Context, f *source.Fetcher, name string, spec *gateh
 // SyncBundles pulls every PolicyBundle of st into st.BundleArtifacts once,
 // now (`gatehouse snapshot`); suspended ones are skipped. It returns a
 // problem per failure.
-func SyncBundles(ctx context.Context, f *source.Fetcher, st *State, maxBytes int64) []Problem {
-	var problems []Problem
+func SyncBundles(ctx context.Context, f *source.Fetcher, st *State, maxBytes int64) []configproblem.Problem {
+	var problems []configproblem.Problem
 	for _, name := range slices.Sorted(maps.Keys(st.PolicyBundles)) {
 		spec := st.PolicyBundles[name]
 		if spec.Suspend {
-			problems = append(problems, Problem{Kind: "PolicyBundle", Name: name, Reason: "Suspended", Warning: true,
-				Message: "spec.suspend is true: the bundle is not fetched"})
+			problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonSuspended, Warning: true,
+				Err: errors.New("spec.suspend is true: the bundle is not fetched")})
 			continue
 		}
 		a, err := PullBundle(ctx, f, name, &spec, refLookup(st.FetchRefs), nil, maxBytes)
 		if err != nil {
-			problems = append(problems, Problem{Kind: "PolicyBundle", Name: name, Reason: source.Reason(err), Message: err.Error()})
+			problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: source.Reason(err), Err: err})
 			continue
 		}
 		st.BundleArtifacts[name] = *a

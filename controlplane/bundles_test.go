@@ -55,7 +55,7 @@ func policyData(t *testing.T, files map[string][]byte) map[string]any {
 
 func TestBuildCombinesPolicyBundles(t *testing.T) {
 	st := baseState()
-	st.ConfigMaps["team-a"] = ConfigMap{Labels: map[string]string{LabelPolicy: "true"},
+	st.ConfigMaps["team-a"] = ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:ops"]}}}}`}}
 	st.PolicyBundles["grants"] = gatehousev1.PolicyBundleSpec{URL: "https://b.example/grants.tar.gz"}
 	st.BundleArtifacts["grants"] = bundleArchive(t, "g1", `{"gatehouse": {"roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`)
@@ -189,7 +189,7 @@ func TestBundleSyncer(t *testing.T) {
 	// The server wants another token: the last good bundle stays.
 	srv.token.Store(new("t2"))
 	next = s.syncDue(context.Background(), now.Add(6*time.Minute))
-	if p := s.Problems(); len(p) != 1 || p[0].Reason != gatehousev1.ReasonAuthenticationFailed || !strings.Contains(p[0].Message, "last good bundle stays") {
+	if p := s.Problems(); len(p) != 1 || p[0].Reason != gatehousev1.ReasonAuthenticationFailed || !strings.Contains(p[0].Error(), "last good bundle stays") {
 		t.Fatalf("problems %+v: want AuthenticationFailed", p)
 	}
 	if a, _ := artifact(); a.Digest != first.Digest {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -33,7 +34,7 @@ type Publisher interface {
 // records Events on the objects at fault. It is called with the problems
 // that are new since the last build; all of them are logged as well.
 type Reporter interface {
-	Report(ctx context.Context, problems []Problem)
+	Report(ctx context.Context, problems []configproblem.Problem)
 }
 
 // ControllerOptions configure a Controller.
@@ -47,7 +48,7 @@ type ControllerOptions struct {
 	Reporter Reporter
 	// Observer, when set, gets every build's problems, old and new (the
 	// PolicyBundle reconciler shows those of a PolicyBundle in its status).
-	Observer func([]Problem)
+	Observer func([]configproblem.Problem)
 	Logger   *slog.Logger
 	// Registerer for metrics; nil means none.
 	Registerer prometheus.Registerer
@@ -64,7 +65,7 @@ type ControllerOptions struct {
 type Controller struct {
 	o        ControllerOptions
 	m        *metrics
-	reported map[Problem]bool
+	reported map[configproblem.ID]bool
 
 	mu      sync.Mutex
 	current *snapshot.Snapshot
@@ -103,7 +104,7 @@ func NewController(o ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register control plane metrics: %w", err)
 	}
-	return &Controller{o: o, m: m, reported: map[Problem]bool{}, ready: make(chan struct{})}, nil
+	return &Controller{o: o, m: m, reported: map[configproblem.ID]bool{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is a readiness check: nil once a first snapshot is published.
@@ -224,22 +225,23 @@ func (c *Controller) Rebuild(ctx context.Context) {
 
 // report logs and reports the problems not reported by the previous build;
 // a problem that persists is reported once, not on every build.
-func (c *Controller) report(ctx context.Context, problems []Problem) {
+func (c *Controller) report(ctx context.Context, problems []configproblem.Problem) {
 	c.m.setProblems(problems)
 	if c.o.Observer != nil {
 		c.o.Observer(problems)
 	}
-	now := make(map[Problem]bool, len(problems))
-	var fresh []Problem
+	now := make(map[configproblem.ID]bool, len(problems))
+	var fresh []configproblem.Problem
 	for _, p := range problems {
-		now[p] = true
-		if !c.reported[p] {
+		id := p.ID()
+		now[id] = true
+		if !c.reported[id] {
 			fresh = append(fresh, p)
 			level := slog.LevelError
 			if p.Warning {
 				level = slog.LevelWarn
 			}
-			c.o.Logger.Log(ctx, level, "configuration problem", "kind", p.Kind, "name", p.Name, "reason", p.Reason, "message", p.Message)
+			c.o.Logger.Log(ctx, level, "configuration problem", "kind", p.Kind, "name", p.Name, "reason", p.Reason, "message", p.Error())
 		}
 	}
 	c.reported = now

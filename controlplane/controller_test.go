@@ -10,6 +10,8 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -27,9 +29,9 @@ func (p *recordingPublisher) Publish(s *snapshot.Snapshot) error {
 	return nil
 }
 
-type recordingReporter struct{ got chan []Problem }
+type recordingReporter struct{ got chan []configproblem.Problem }
 
-func (r *recordingReporter) Report(_ context.Context, ps []Problem) { r.got <- ps }
+func (r *recordingReporter) Report(_ context.Context, ps []configproblem.Problem) { r.got <- ps }
 
 const (
 	testQuiet    = 50 * time.Millisecond
@@ -54,7 +56,7 @@ type testController struct {
 func startController(t *testing.T, synced func() bool, initial ...*State) *testController {
 	t.Helper()
 	tc := &testController{t: t, store: NewStore(), pub: &recordingPublisher{got: make(chan *snapshot.Snapshot, 100)},
-		rep: &recordingReporter{got: make(chan []Problem, 100)}, clock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		rep: &recordingReporter{got: make(chan []configproblem.Problem, 100)}, clock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		arms: make(chan struct{}, 100)}
 	c, err := NewController(ControllerOptions{Store: tc.store, Builder: newTestBuilder(), Publisher: tc.pub, Reporter: tc.rep, Synced: synced,
 		Quiet: testQuiet, MaxDelay: testMaxDelay, Clock: tc.clock})
@@ -216,7 +218,7 @@ func TestControllerReportsProblemsOnce(t *testing.T) {
 	tc := startController(t, nil, st)
 	tc.start()
 	ps := <-tc.rep.got
-	if len(ps) != 1 || ps[0].Reason != ReasonInvalidExtensionConfig || ps[0].Name != "argocd-cm" {
+	if len(ps) != 1 || ps[0].Reason != gatehousev1.ReasonInvalidExtensionConfig || ps[0].Name != "argocd-cm" {
 		t.Fatalf("reported %+v", ps)
 	}
 	a := snapshot.Application{Namespace: "argocd", Name: "other", Project: "default"}

@@ -1,12 +1,14 @@
 package controlplane
 
 import (
+	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -41,7 +43,7 @@ func (m *extensionMemo) matches(st *State) bool {
 	if !m.valid || !maps.Equal(m.argocdCM, st.ConfigMaps[settings.ArgoCDConfigMap].Data) {
 		return false
 	}
-	own, hasOwn := st.ConfigMaps[ExtensionsConfigMap]
+	own, hasOwn := st.ConfigMaps[gatehousev1.ExtensionsConfigMap]
 	if hasOwn != m.hasOwn || !maps.Equal(m.own, own.Data) {
 		return false
 	}
@@ -59,7 +61,7 @@ func (k *extensionKeeper) parse(st *State) extconfig.Result {
 	if k.memo.matches(st) {
 		return k.memo.result
 	}
-	own, hasOwn := st.ConfigMaps[ExtensionsConfigMap]
+	own, hasOwn := st.ConfigMaps[gatehousev1.ExtensionsConfigMap]
 	// Clones: the memo must not see later edits of the maps it compares.
 	m := extensionMemo{valid: true, argocdCM: maps.Clone(st.ConfigMaps[settings.ArgoCDConfigMap].Data), own: maps.Clone(own.Data),
 		hasOwn: hasOwn, secrets: map[string]lookedUp{}}
@@ -84,24 +86,23 @@ type keptExtension struct {
 	secrets map[string][]byte
 }
 
-func (k *extensionKeeper) build(st *State) ([]snapshot.Extension, map[string][]byte, []Problem) {
+func (k *extensionKeeper) build(st *State) ([]snapshot.Extension, map[string][]byte, []configproblem.Problem) {
 	res := k.parse(st)
-	problems := make([]Problem, 0, len(res.Problems))
+	problems := make([]configproblem.Problem, 0, len(res.Problems))
 	wholeBroken := false
 	broken := map[string]bool{}
 	for _, p := range res.Problems {
-		msg := p.Error()
+		// p is a copy: the memo's problems stay as parsed.
 		switch {
 		case p.Warning:
 		case p.Extension == "":
 			wholeBroken = true
-			msg += "; until then every extension keeps its last good definition (none, if the controller started with this error)"
+			p.Err = fmt.Errorf("%w; until then every extension keeps its last good definition (none, if the controller started with this error)", p.Err)
 		default:
 			broken[p.Extension] = true
-			msg += "; until then the extension keeps its last good definition, or is not served if it never had one"
+			p.Err = fmt.Errorf("%w; until then the extension keeps its last good definition, or is not served if it never had one", p.Err)
 		}
-		problems = append(problems, Problem{Kind: "ConfigMap", Name: problemConfigMap(p), Reason: ReasonInvalidExtensionConfig,
-			Message: msg, Warning: p.Warning})
+		problems = append(problems, p)
 	}
 	if wholeBroken && k.all != nil {
 		exts, secrets := k.flatten()
@@ -158,12 +159,4 @@ func referenced(e snapshot.Extension, all map[string][]byte) map[string][]byte {
 		}
 	}
 	return out
-}
-
-// problemConfigMap is the ConfigMap a parse problem is about, for its Event.
-func problemConfigMap(p extconfig.Problem) string {
-	if strings.Contains(p.Source, ExtensionsConfigMap) {
-		return ExtensionsConfigMap
-	}
-	return settings.ArgoCDConfigMap
 }

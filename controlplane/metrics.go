@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 )
 
 // metrics of the snapshot pipeline.
@@ -54,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, store *Store) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) setProblems(ps []Problem) {
+func (m *metrics) setProblems(ps []configproblem.Problem) {
 	m.problems.Reset()
 	for _, p := range ps {
 		sev := "error"

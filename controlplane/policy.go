@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane/policyconfig"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -40,15 +40,15 @@ func (a *policyInputs) equal(b *policyInputs) bool {
 
 type policyOutcome struct {
 	files    map[string][]byte
-	problems []Problem
+	problems []configproblem.Problem
 	ok       bool
 }
 
 // build returns the policy files for the snapshot and the problems found.
-func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []Problem) {
+func (pc *policyCompiler) build(ctx context.Context, st *State) (map[string][]byte, []configproblem.Problem) {
 	in := &policyInputs{configMaps: map[string]ConfigMap{}, artifacts: map[string]BundleArtifact{}}
 	for name, cm := range st.ConfigMaps {
-		if cm.Labels[LabelPolicy] == "true" {
+		if cm.Labels[gatehousev1.LabelPolicy] == "true" {
 			in.configMaps[name] = cm
 		}
 	}
@@ -82,7 +82,7 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, 
 	readable := true
 	for _, name := range slices.Sorted(maps.Keys(in.configMaps)) {
 		s, problems, ok := policyconfig.FromConfigMap(name, in.configMaps[name].Data)
-		out.problems = append(out.problems, fromPolicyProblems(problems)...)
+		out.problems = append(out.problems, problems...)
 		readable = readable && ok
 		sources = append(sources, s)
 	}
@@ -92,8 +92,8 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, 
 		t, err := policies.ReadTarball(in.artifacts[name].Data, policies.TarballOptions{MaxBytes: maxBundleBytes})
 		if err != nil {
 			readable = false
-			out.problems = append(out.problems, Problem{Kind: policyconfig.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle,
-				Message: fmt.Sprintf("the stored bundle %s does not read (%v); the last good policy stays in force", in.artifacts[name].Digest, err)})
+			out.problems = append(out.problems, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle,
+				Err: fmt.Errorf("the stored bundle %s does not read (%w); the last good policy stays in force", in.artifacts[name].Digest, err)})
 			continue
 		}
 		sources = append(sources, policyconfig.FromTarball(name, t))
@@ -102,23 +102,28 @@ func compilePolicy(ctx context.Context, in *policyInputs, maxBundleBytes int64, 
 		return out
 	}
 	b, problems, ok := policyconfig.Compile(ctx, sources, limits)
-	out.problems = append(out.problems, fromPolicyProblems(problems)...)
+	out.problems = append(out.problems, problems...)
 	if !ok {
 		return out
 	}
 	files, err := policyFiles(b)
 	if err != nil {
-		out.problems = append(out.problems, Problem{Kind: "ConfigMap", Name: strings.Join(slices.Sorted(maps.Keys(in.configMaps)), ","), Reason: ReasonInvalidPolicy, Message: err.Error()})
+		out.problems = append(out.problems, onEverySource(in, err)...)
 		return out
 	}
 	out.files, out.ok = files, true
 	return out
 }
 
-func fromPolicyProblems(ps []policyconfig.Problem) []Problem {
-	out := make([]Problem, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, Problem{Kind: p.Kind, Name: p.Name, Reason: p.Reason, Message: p.Message, Warning: p.Warning})
+// onEverySource reports err, which no one source is known to cause, on
+// every source the policy was assembled from: each gets its Event.
+func onEverySource(in *policyInputs, err error) []configproblem.Problem {
+	var out []configproblem.Problem
+	for _, name := range slices.Sorted(maps.Keys(in.configMaps)) {
+		out = append(out, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: name, Reason: gatehousev1.ReasonInvalidPolicy, Err: err})
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.artifacts)) {
+		out = append(out, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonInvalidBundle, Err: err})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -17,7 +18,7 @@ import (
 // ConfigMap would look for a mistake that is not there.
 func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 	policy := func(data map[string]string) ConfigMap {
-		return ConfigMap{Labels: map[string]string{LabelPolicy: "true"}, Data: data}
+		return ConfigMap{Labels: map[string]string{gatehousev1.LabelPolicy: "true"}, Data: data}
 	}
 	decision := "package gatehouse.extensions\n\nimport data.gatehouse.lib\n\ndecision := {\"allow\": lib.ok, \"reason\": \"lib\"}\n"
 	lib := "package gatehouse.lib\n\nok := true\n"
@@ -87,12 +88,12 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 			}
 			var got []string
 			for _, p := range out.problems {
-				if p.Warning || p.Reason != ReasonInvalidPolicy {
+				if p.Warning || p.Reason != gatehousev1.ReasonInvalidPolicy {
 					continue
 				}
 				got = append(got, p.Name)
-				if !strings.Contains(p.Message, tt.message) || !strings.Contains(p.Message, "the last good policy stays in force") {
-					t.Errorf("problem of %s: %q, want it to say %q", p.Name, p.Message, tt.message)
+				if !strings.Contains(p.Error(), tt.message) || !strings.Contains(p.Error(), "the last good policy stays in force") {
+					t.Errorf("problem of %s: %q, want it to say %q", p.Name, p.Error(), tt.message)
 				}
 			}
 			slices.Sort(got)
@@ -107,11 +108,11 @@ func TestPolicyProblemsNameOnlyTheConfigMapsAtFault(t *testing.T) {
 // it; with an administrator's file that lists it, the policy ships with
 // the file, so the proxies compile it with the same capabilities.
 func TestPolicyShipsWithItsCapabilities(t *testing.T) {
-	in := &policyInputs{configMaps: map[string]ConfigMap{"team-a": {Labels: map[string]string{LabelPolicy: "true"},
+	in := &policyInputs{configMaps: map[string]ConfigMap{"team-a": {Labels: map[string]string{gatehousev1.LabelPolicy: "true"},
 		Data: map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": false, \"reason\": opa.runtime().version}\n"}}}}
 	out := compilePolicy(t.Context(), in, 0, policies.Limits{})
-	if out.ok || len(out.problems) != 1 || !strings.Contains(out.problems[0].Message, "team-a/policy.rego:3") ||
-		!strings.Contains(out.problems[0].Message, "opa.runtime") {
+	if out.ok || len(out.problems) != 1 || !strings.Contains(out.problems[0].Error(), "team-a/policy.rego:3") ||
+		!strings.Contains(out.problems[0].Error(), "opa.runtime") {
 		t.Fatalf("with the default capabilities: %+v, want refused naming opa.runtime at team-a/policy.rego:3", out)
 	}
 

@@ -14,17 +14,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
-// Labels Argo CD and Gatehouse select objects by.
-const (
-	LabelSecretType     = "argocd.argoproj.io/secret-type"
-	SecretTypeCluster   = "cluster"
-	LabelPartOf         = "app.kubernetes.io/part-of"
-	LabelPolicy         = "gatehouse.io/policy"
-	ExtensionsConfigMap = "gatehouse-extensions"
-	ArgoCDSecret        = "argocd-secret"
-	ArgoCDRBACConfigMap = "argocd-rbac-cm"
-)
-
 // ProjectApplication keeps what the proxy needs of an Application.
 func ProjectApplication(a *v1alpha1.Application) snapshot.Application {
 	d := a.Spec.Destination
@@ -105,10 +94,10 @@ func referenceableType(t corev1.SecretType) bool {
 // ProjectSecretData is ProjectSecret for an Opaque Secret's labels and data.
 func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret {
 	out := Secret{Labels: maps.Clone(labels)}
-	switch labels[LabelSecretType] {
+	switch labels[settings.LabelSecretType] {
 	case "":
 		out.Data = maps.Clone(data)
-	case SecretTypeCluster:
+	case settings.SecretTypeCluster:
 		out.Data = map[string][]byte{}
 		for _, k := range clusterKeys {
 			if v, ok := data[k]; ok {
@@ -121,17 +110,17 @@ func ProjectSecretData(labels map[string]string, data map[string][]byte) Secret 
 
 // clusterKeys are the keys of a cluster Secret a snapshot reads: none is a
 // credential. project scopes the cluster to an AppProject.
-var clusterKeys = []string{"name", "server", "project"}
+var clusterKeys = []string{settings.ClusterKeyName, settings.ClusterKeyServer, settings.ClusterKeyProject}
 
 // RelevantConfigMap says whether a ConfigMap of the control-plane namespace
 // can affect a snapshot; others (known hosts, GPG keys...) are not stored,
 // so their edits cost nothing.
 func RelevantConfigMap(name string, labels map[string]string) bool {
 	switch name {
-	case settings.ArgoCDConfigMap, settings.CmdParamsConfigMap, ArgoCDRBACConfigMap, ExtensionsConfigMap:
+	case settings.ArgoCDConfigMap, settings.CmdParamsConfigMap, settings.RBACConfigMap, gatehousev1.ExtensionsConfigMap:
 		return true
 	}
-	return labels[LabelPolicy] == "true"
+	return labels[gatehousev1.LabelPolicy] == "true"
 }
 
 // SecretFetchRef keeps a whole Secret for the directory source's fetcher

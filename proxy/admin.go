@@ -7,11 +7,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
-// StatePath is where the admin endpoint serves State; the agent's
+// StatePath is where the admin endpoint serves State (sidecar.ProxyState); the agent's
 // --confirm-url points at it (http://127.0.0.1:9901/state by default).
 const StatePath = "/state"
+
+// State returns what the proxy serves and last refused: the /state reply.
+func (p *Proxy) State() sidecar.ProxyState { return *p.state.Load() }
 
 // AdminHandler serves, on the loopback admin address, GET /state (what the
 // agent confirms versions with) and everything HealthHandler serves.

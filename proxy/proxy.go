@@ -98,7 +98,7 @@ type Proxy struct {
 	authn   *authn.Authenticator
 	gp      *goproxy.ProxyHttpServer
 	table   atomic.Pointer[table]
-	state   atomic.Pointer[State]
+	state   atomic.Pointer[sidecar.ProxyState]
 	closing atomic.Bool
 
 	// loadMu serialises Load, which owns what follows.
@@ -138,25 +138,10 @@ func New(o Options) (*Proxy, error) {
 		return nil, fmt.Errorf("register policy engine metrics: %w", err)
 	}
 	p.streams = newStreams(p, o.clock)
-	p.state.Store(&State{})
+	p.state.Store(&sidecar.ProxyState{})
 	p.gp = p.newForwarder()
 	return p, nil
 }
-
-// State is what the admin endpoint reports; the agent's --confirm-url reads
-// it, so an acknowledgement to the controller means "the proxy serves this
-// version".
-type State struct {
-	// ServedVersion is the snapshot version requests are routed with.
-	ServedVersion string `json:"servedVersion"`
-	// RejectedVersion is the last version the proxy refused, and
-	// RejectedReason why; the previous version kept serving.
-	RejectedVersion string `json:"rejectedVersion,omitempty"`
-	RejectedReason  string `json:"rejectedReason,omitempty"`
-}
-
-// State returns what the proxy serves and last refused.
-func (p *Proxy) State() State { return *p.state.Load() }
 
 // Ready reports whether a snapshot is served and the proxy is not shutting
 // down.
@@ -228,7 +213,7 @@ func (p *Proxy) Load(ctx context.Context, s *sidecar.Snapshot) error {
 	go p.streams.sweep(t)
 	p.builder.commit(pend)
 	prev := p.state.Load()
-	p.state.Store(&State{ServedVersion: version, RejectedVersion: prev.RejectedVersion, RejectedReason: prev.RejectedReason})
+	p.state.Store(&sidecar.ProxyState{ServedVersion: version, RejectedVersion: prev.RejectedVersion, RejectedReason: prev.RejectedReason})
 	p.m.snapshots.WithLabelValues("served").Inc()
 	p.log.Info("snapshot served", "version", version, "extensions", len(t.extensions),
 		"applications", len(content.Applications), "policy", policies.ShortRevision(p.engine.Revision()), "took", time.Since(start))
@@ -243,7 +228,7 @@ func (p *Proxy) reject(version string, err error) {
 		return
 	}
 	prev := p.state.Load()
-	p.state.Store(&State{ServedVersion: prev.ServedVersion, RejectedVersion: version, RejectedReason: err.Error()})
+	p.state.Store(&sidecar.ProxyState{ServedVersion: prev.ServedVersion, RejectedVersion: version, RejectedReason: err.Error()})
 }
 
 // policyBundle is the snapshot's policy; a snapshot without one (the

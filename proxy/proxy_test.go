@@ -15,11 +15,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
 
-func state(t *testing.T, h http.Handler) (State, int) {
+func state(t *testing.T, h http.Handler) (sidecar.ProxyState, int) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, StatePath, nil))
-	var s State
+	var s sidecar.ProxyState
 	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
 		t.Fatalf("state %s: %v", rec.Body, err)
 	}

@@ -1,9 +1,10 @@
-// Package sidecar owns the contract of the volume shared by the agent and the proxy: the layout,
-// the manifest that lists and hashes every file, the atomic writer, the verifying loader and watcher.
+// Package sidecar owns the contract between the agent and the proxy of one Pod: the shared volume
+// (layout, manifest, atomic writer, verifying loader and watcher) and ProxyState, the proxy's /state reply.
 // It must never import agent, controlplane, proxy or webhook, nor link k8s.io/, sigs.k8s.io/ or gRPC.
 //
 // The manifest's entries are package snapshot's FileMetas, with the version's name; the
-// agent uses the writer, the proxy the loader and watcher.
+// agent uses the writer, the proxy the loader and watcher, and the agent confirms versions
+// with the ProxyState the proxy serves.
 //
 // # Layout
 //

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
@@ -214,7 +213,7 @@ func sameKind(gk, want schema.GroupKind) bool {
 // named argocd-*), gatehouse-extensions, or argocd-cm.
 func reviewedConfigMap(obj *kubeyaml.Object) bool {
 	name := obj.Meta.Name
-	return name == extconfig.GatehouseConfigMap || name == settings.ArgoCDConfigMap ||
+	return name == gatehousev1.ExtensionsConfigMap || name == settings.ArgoCDConfigMap ||
 		(policyLabelled(obj.Meta.Labels) && !strings.HasPrefix(name, "argocd-"))
 }
 

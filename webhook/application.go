@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
@@ -139,7 +140,7 @@ func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app
 	if proj == nil {
 		return "", nil
 	}
-	raw, ok := proj.Annotations[AnnotationMaxApplications]
+	raw, ok := proj.Annotations[gatehousev1.AnnotationMaxApplications]
 	if !ok {
 		return "", nil
 	}
@@ -148,7 +149,7 @@ func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app
 		// A broken limit was admitted before this rule existed or written
 		// around the webhook; fail closed rather than ignore the cap.
 		return fmt.Sprintf("AppProject %q has an invalid %s annotation (%v); ask an administrator to fix it",
-			proj.Name, AnnotationMaxApplications, err), nil
+			proj.Name, gatehousev1.AnnotationMaxApplications, err), nil
 	}
 	apps, err := r.cluster.ApplicationsOfProject(ctx, proj.Name)
 	if err != nil {
@@ -163,7 +164,7 @@ func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app
 	if existing >= limit {
 		return fmt.Sprintf(
 			"AppProject %q allows at most %d Applications (annotation %s) and already has %d: delete an Application you no longer need, or ask an administrator to raise the limit",
-			proj.Name, limit, AnnotationMaxApplications, existing), nil
+			proj.Name, limit, gatehousev1.AnnotationMaxApplications, existing), nil
 	}
 	return "", nil
 }

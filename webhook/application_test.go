@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
@@ -58,7 +59,7 @@ func annotated(p *v1alpha1.AppProject, kv ...string) *v1alpha1.AppProject {
 }
 
 func maxApps(p *v1alpha1.AppProject, n string) *v1alpha1.AppProject {
-	return annotated(p, AnnotationMaxApplications, n)
+	return annotated(p, gatehousev1.AnnotationMaxApplications, n)
 }
 
 func projects(p ...*v1alpha1.AppProject) []*v1alpha1.AppProject { return p }
@@ -318,7 +319,7 @@ func TestApplication(t *testing.T) {
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-*"), "2")),
 			existing: apps(app(teamA, "one", "team"), app(teamA, "two", "team")),
 			app:      app(teamA, "three", "team"),
-			want:     denied(`AppProject "team" allows at most 2 Applications`, "already has 2", AnnotationMaxApplications)},
+			want:     denied(`AppProject "team" allows at most 2 Applications`, "already has 2", gatehousev1.AnnotationMaxApplications)},
 		{name: "quota: Applications in every namespace count",
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-*"), "2")),
 			existing: apps(app(cp, "one", "team"), app("team-b", "two", "team"), app(teamA, "other", "other")),
@@ -344,19 +345,19 @@ func TestApplication(t *testing.T) {
 			app:      app(teamA, "x", "team"), want: denied("at most 1")},
 		{name: "quota: invalid value fails closed",
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-*"), "ten")),
-			app: app(teamA, "x", "team"), want: denied(`AppProject "team" has an invalid`, AnnotationMaxApplications, `"ten"`)},
+			app: app(teamA, "x", "team"), want: denied(`AppProject "team" has an invalid`, gatehousev1.AnnotationMaxApplications, `"ten"`)},
 		{name: "quota: negative value fails closed",
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-*"), "-1")),
-			app: app(teamA, "x", "team"), want: denied("invalid", AnnotationMaxApplications)},
+			app: app(teamA, "x", "team"), want: denied("invalid", gatehousev1.AnnotationMaxApplications)},
 		{name: "quota: empty value fails closed",
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-*"), "")),
-			app: app(teamA, "x", "team"), want: denied("invalid", AnnotationMaxApplications)},
+			app: app(teamA, "x", "team"), want: denied("invalid", gatehousev1.AnnotationMaxApplications)},
 		{name: "quota: invalid value fails closed in the control plane too",
 			projects: projects(maxApps(proj("team"), "1.5")),
-			app:      app(cp, "x", "team"), want: denied("invalid", AnnotationMaxApplications)},
+			app:      app(cp, "x", "team"), want: denied("invalid", gatehousev1.AnnotationMaxApplications)},
 		{name: "quota: never revealed for a project the namespace may not use",
 			namespaces: "team-*", projects: projects(maxApps(proj("team", "team-b"), "0")),
-			app: app(teamA, "x", "team"), want: denied(forbidden("team", teamA)).without("at most", AnnotationMaxApplications)},
+			app: app(teamA, "x", "team"), want: denied(forbidden("team", teamA)).without("at most", gatehousev1.AnnotationMaxApplications)},
 		{name: "quota: UPDATE moving an Application into a full project",
 			namespaces: "team-*", op: Update,
 			projects: projects(proj("old", "team-*"), maxApps(proj("team", "team-*"), "1")),

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
@@ -24,9 +25,9 @@ func (r *Rules) AppProject(ctx context.Context, op Operation, proj, old *v1alpha
 			s.ControlPlaneNamespace, proj.Namespace)), nil
 	}
 	problems, warnings := r.sourceNamespaceProblems(s, proj.Spec.SourceNamespaces)
-	if raw, ok := proj.Annotations[AnnotationMaxApplications]; ok {
+	if raw, ok := proj.Annotations[gatehousev1.AnnotationMaxApplications]; ok {
 		if _, err := parseLimit(raw); err != nil {
-			problems = append(problems, fmt.Sprintf("annotation %s: %v", AnnotationMaxApplications, err))
+			problems = append(problems, fmt.Sprintf("annotation %s: %v", gatehousev1.AnnotationMaxApplications, err))
 		}
 	}
 	if len(problems) > 0 {
@@ -41,9 +42,9 @@ func (r *Rules) AppProject(ctx context.Context, op Operation, proj, old *v1alpha
 			msg := fmt.Sprintf("this change to spec.sourceNamespaces of AppProject %q no longer permits the namespaces of %s, and Argo CD would stop reconciling them",
 				proj.Name, describeApps(stranded))
 			if orphansAllowed(proj) {
-				return allow(append(warnings, msg+fmt.Sprintf(" (allowed by annotation %s)", AnnotationAllowOrphans))...), nil
+				return allow(append(warnings, msg+fmt.Sprintf(" (allowed by annotation %s)", gatehousev1.AnnotationAllowOrphans))...), nil
 			}
-			return deny(msg+fmt.Sprintf(`: move or delete them first, or set the annotation %s: "true" on the AppProject to do it anyway`, AnnotationAllowOrphans), warnings...), nil
+			return deny(msg+fmt.Sprintf(`: move or delete them first, or set the annotation %s: "true" on the AppProject to do it anyway`, gatehousev1.AnnotationAllowOrphans), warnings...), nil
 		}
 	}
 	return allow(warnings...), nil
@@ -64,9 +65,9 @@ func (r *Rules) projectDeletion(ctx context.Context, old *v1alpha1.AppProject) (
 	}
 	msg := fmt.Sprintf("AppProject %q is still used by %s", old.Name, describeApps(refs))
 	if orphansAllowed(old) {
-		return allow(msg + fmt.Sprintf(", which Argo CD will stop reconciling (allowed by annotation %s)", AnnotationAllowOrphans)), nil
+		return allow(msg + fmt.Sprintf(", which Argo CD will stop reconciling (allowed by annotation %s)", gatehousev1.AnnotationAllowOrphans)), nil
 	}
-	return deny(msg + fmt.Sprintf(`: move or delete them first, or set the annotation %s: "true" on the AppProject to delete it anyway`, AnnotationAllowOrphans)), nil
+	return deny(msg + fmt.Sprintf(`: move or delete them first, or set the annotation %s: "true" on the AppProject to delete it anyway`, gatehousev1.AnnotationAllowOrphans)), nil
 }
 
 // sourceNamespaceProblems checks every entry: it must compile, be non-empty
@@ -157,7 +158,7 @@ func (r *Rules) strandedBy(ctx context.Context, s *settings.Settings, old, proj 
 }
 
 func orphansAllowed(p *v1alpha1.AppProject) bool {
-	return p.Annotations[AnnotationAllowOrphans] == "true"
+	return p.Annotations[gatehousev1.AnnotationAllowOrphans] == "true"
 }
 
 // describeApps names up to maxListed Applications in a stable order and

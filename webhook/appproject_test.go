@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
 func allowOrphans(p *v1alpha1.AppProject) *v1alpha1.AppProject {
-	return annotated(p, AnnotationAllowOrphans, "true")
+	return annotated(p, gatehousev1.AnnotationAllowOrphans, "true")
 }
 
 // manyApps returns n Applications team-b/app-00 ... of project, in reverse
@@ -63,7 +64,7 @@ func TestAppProject(t *testing.T) {
 		{name: "every problem is reported", proj: proj("team", "", "/(/", "team-a", "team-a"),
 			want: denied("spec.sourceNamespaces[0] is empty", "spec.sourceNamespaces[1]", "spec.sourceNamespaces[3]")},
 		{name: "invalid max-applications annotation", proj: maxApps(proj("team", "team-*"), "lots"),
-			want: denied(AnnotationMaxApplications, `"lots"`)},
+			want: denied(gatehousev1.AnnotationMaxApplications, `"lots"`)},
 		{name: "valid max-applications annotation", proj: maxApps(proj("team", "team-*"), "0"), want: allowed()},
 
 		// Valid but surprising entries warn.
@@ -91,7 +92,7 @@ func TestAppProject(t *testing.T) {
 		{name: "narrowing strands an Application", op: Update,
 			existing: apps(app("team-b", "x", "team")),
 			old:      proj("team", "team-a", "team-b"), proj: proj("team", "team-a"),
-			want: denied(stranding, "1 Application (team-b/x)", `AppProject "team"`, AnnotationAllowOrphans)},
+			want: denied(stranding, "1 Application (team-b/x)", `AppProject "team"`, gatehousev1.AnnotationAllowOrphans)},
 		{name: "narrowing a glob strands only the Applications it no longer matches", op: Update,
 			existing: apps(app("team-a", "kept", "team"), app("team-b", "z", "team"), app("team-b", "a", "team")),
 			old:      proj("team", "team-*"), proj: proj("team", "team-a"),
@@ -107,14 +108,14 @@ func TestAppProject(t *testing.T) {
 		{name: "orphans allowed by annotation on the new object", op: Update,
 			existing: apps(app("team-b", "x", "team")),
 			old:      proj("team", "team-a", "team-b"), proj: allowOrphans(proj("team", "team-a")),
-			want: allowed(stranding, "team-b/x", AnnotationAllowOrphans)},
+			want: allowed(stranding, "team-b/x", gatehousev1.AnnotationAllowOrphans)},
 		{name: "orphan annotation on the old object only does not count", op: Update,
 			existing: apps(app("team-b", "x", "team")),
 			old:      allowOrphans(proj("team", "team-a", "team-b")), proj: proj("team", "team-a"),
 			want: denied(stranding)},
 		{name: "orphan annotation must be \"true\"", op: Update,
 			existing: apps(app("team-b", "x", "team")),
-			old:      proj("team", "team-a", "team-b"), proj: annotated(proj("team", "team-a"), AnnotationAllowOrphans, "yes"),
+			old:      proj("team", "team-a", "team-b"), proj: annotated(proj("team", "team-a"), gatehousev1.AnnotationAllowOrphans, "yes"),
 			want: denied(stranding)},
 		{name: "Applications in the control-plane namespace never count", op: Update,
 			existing: apps(app(cp, "x", "team")),
@@ -156,7 +157,7 @@ func TestAppProject(t *testing.T) {
 		{name: "DELETE of a project in use, in any namespace", op: Delete,
 			existing: apps(app("team-a", "b", "team"), app(cp, "a", "team"), app("not-enabled", "c", "team")),
 			old:      proj("team", "team-*"),
-			want:     denied(`AppProject "team" is still used by 3 Applications (argocd/a, not-enabled/c, team-a/b)`, AnnotationAllowOrphans)},
+			want:     denied(`AppProject "team" is still used by 3 Applications (argocd/a, not-enabled/c, team-a/b)`, gatehousev1.AnnotationAllowOrphans)},
 		{name: "DELETE of the default project in use by Applications with empty spec.project", op: Delete,
 			existing: apps(app("team-a", "x", "")),
 			old:      proj("default", "*"), want: denied("1 Application (team-a/x)")},
@@ -166,7 +167,7 @@ func TestAppProject(t *testing.T) {
 		{name: "DELETE allowed by annotation on the project", op: Delete,
 			existing: apps(app("team-a", "x", "team")),
 			old:      allowOrphans(proj("team", "team-*")),
-			want:     allowed(`AppProject "team" is still used by 1 Application (team-a/x)`, AnnotationAllowOrphans)},
+			want:     allowed(`AppProject "team" is still used by 1 Application (team-a/x)`, gatehousev1.AnnotationAllowOrphans)},
 		{name: "DELETE of a stray AppProject outside the control-plane namespace", op: Delete,
 			existing: apps(app("team-a", "x", "team")),
 			old:      projIn("team-a", "team", "team-*"), want: allowed()},

@@ -18,12 +18,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
-// LabelPolicy marks a policy ConfigMap.
-const LabelPolicy = "gatehouse.io/policy"
-
 // policyLabelled reports whether a ConfigMap's labels mark it as policy, as
 // the controller reads them (by label alone).
-func policyLabelled(labels map[string]string) bool { return labels[LabelPolicy] == "true" }
+func policyLabelled(labels map[string]string) bool { return labels[gatehousev1.LabelPolicy] == "true" }
 
 // ConfigObjects is how the rules for Gatehouse's own configuration objects
 // see the cluster. Every function may be nil; the checks that need it are
@@ -162,7 +159,7 @@ func (r *ConfigRules) ConfigMap(ctx context.Context, op Operation, cm *corev1.Co
 	switch {
 	case cm.Name == settings.ArgoCDConfigMap:
 		return r.argocdCM(ctx, cm)
-	case cm.Name == extconfig.GatehouseConfigMap:
+	case cm.Name == gatehousev1.ExtensionsConfigMap:
 		return r.extensionsConfigMap(ctx, cm)
 	case policyLabelled(cm.Labels):
 		return r.policyConfigMap(ctx, cm)
@@ -176,9 +173,9 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	var errs []string
 	for _, p := range problems {
 		if p.Warning {
-			warnings = append(warnings, p.Message)
+			warnings = append(warnings, p.Error())
 		} else {
-			errs = append(errs, p.Message)
+			errs = append(errs, p.Error())
 		}
 	}
 	if !ok {
@@ -190,7 +187,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	if !ok {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {
-			msgs = append(msgs, strings.TrimPrefix(p.Message, "the policy does not compile, so the last good policy stays in force: "))
+			msgs = append(msgs, strings.TrimPrefix(p.Error(), "the policy does not compile, so the last good policy stays in force: "))
 		}
 		return deny(fmt.Sprintf("policy ConfigMap %s: %s", cm.Name, strings.Join(msgs, "; ")), warnings...), nil
 	}
@@ -213,7 +210,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 		}
 		if _, problems, ok := policyconfig.Assemble(sources); !ok {
 			for _, p := range problems {
-				warnings = append(warnings, fmt.Sprintf("together with the other policy ConfigMaps: %s %s: %s", p.Kind, p.Name, p.Message))
+				warnings = append(warnings, fmt.Sprintf("together with the other policy ConfigMaps: %s %s: %s", p.Kind, p.Name, p.Error()))
 			}
 		}
 	}
@@ -246,9 +243,9 @@ func (r *ConfigRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdi
 	if r.objects.ConfigMap != nil {
 		// gatehouse-extensions overrides argocd-cm's definitions of the
 		// same name: those are not checked, as they are not served.
-		own, err := r.objects.ConfigMap(ctx, extconfig.GatehouseConfigMap)
+		own, err := r.objects.ConfigMap(ctx, gatehousev1.ExtensionsConfigMap)
 		if err != nil {
-			return Verdict{}, fmt.Errorf("read ConfigMap %s: %w", extconfig.GatehouseConfigMap, err)
+			return Verdict{}, fmt.Errorf("read ConfigMap %s: %w", gatehousev1.ExtensionsConfigMap, err)
 		}
 		if own != nil {
 			in.Gatehouse = own.Data
@@ -257,7 +254,7 @@ func (r *ConfigRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdi
 	res := extconfig.Parse(in)
 	var warnings []string
 	for _, p := range res.Problems {
-		if strings.Contains(p.Source, extconfig.ArgoCDConfigMap) {
+		if p.Name == settings.ArgoCDConfigMap {
 			warnings = append(warnings, "Gatehouse will not serve this: "+p.Error())
 		}
 	}

@@ -33,7 +33,7 @@ func objects(cms []corev1.ConfigMap, secrets []corev1.Secret) ConfigObjects {
 		PolicyConfigMaps: func(context.Context) ([]corev1.ConfigMap, error) {
 			var out []corev1.ConfigMap
 			for _, c := range cms {
-				if c.Labels[LabelPolicy] == "true" {
+				if c.Labels[gatehousev1.LabelPolicy] == "true" {
 					out = append(out, c)
 				}
 			}
@@ -62,7 +62,7 @@ func configMap(name string, labels, data map[string]string) corev1.ConfigMap {
 	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "argocd", Labels: labels}, Data: data}
 }
 
-var policyLabel = map[string]string{LabelPolicy: "true"}
+var policyLabel = map[string]string{gatehousev1.LabelPolicy: "true"}
 
 func TestPolicyBundleRules(t *testing.T) {
 	rules := NewConfigRules("argocd", objects(

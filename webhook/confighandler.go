@@ -42,7 +42,7 @@ func NewConfigMapHandler(o HandlerOptions, rules *ConfigRules) http.Handler {
 	return &handler[corev1.ConfigMap]{
 		opts:     o,
 		resource: "configmaps",
-		kind:     "ConfigMap",
+		kind:     gatehousev1.KindConfigMap,
 		evaluate: func(ctx context.Context, r review[corev1.ConfigMap]) (Verdict, error) {
 			return rules.ConfigMap(ctx, r.op, r.obj)
 		},

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
@@ -72,7 +73,7 @@ func managerObjects(mgr manager.Manager, ns string) ConfigObjects {
 		},
 		PolicyConfigMaps: func(ctx context.Context) ([]corev1.ConfigMap, error) {
 			var list corev1.ConfigMapList
-			err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{LabelPolicy: "true"})
+			err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{gatehousev1.LabelPolicy: "true"})
 			return list.Items, err
 		},
 		Secret: func(ctx context.Context, name string) (*corev1.Secret, error) {

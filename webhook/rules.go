@@ -5,16 +5,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
-// Annotations Gatehouse reads on AppProjects.
-const (
-	// AnnotationMaxApplications caps how many Applications may reference a
-	// project.
-	AnnotationMaxApplications = "gatehouse.io/max-applications"
-	// AnnotationAllowOrphans lets an admin narrow or delete a project even
-	// though Applications rely on it.
-	AnnotationAllowOrphans = "gatehouse.io/allow-orphaned-applications"
-)
-
 // maxListed is how many Applications a deny message names before it only
 // counts the rest.
 const maxListed = 10

@@ -7,15 +7,9 @@ import (
 	"io"
 	"net/http"
 	"time"
-)
 
-// ProxyState is what the proxy's local admin endpoint (--confirm-url)
-// reports: the snapshot version it serves and the last one it refused.
-type ProxyState struct {
-	ServedVersion   string `json:"servedVersion"`
-	RejectedVersion string `json:"rejectedVersion,omitempty"`
-	RejectedReason  string `json:"rejectedReason,omitempty"`
-}
+	"github.com/gatehouse-dev/gatehouse/sidecar"
+)
 
 // confirmer asks the proxy whether it serves a version, so that an ack
 // means "serving", not merely "written to disk".
@@ -26,7 +20,7 @@ type confirmer struct {
 	timeout  time.Duration
 }
 
-func (c *confirmer) state(ctx context.Context) (*ProxyState, error) {
+func (c *confirmer) state(ctx context.Context) (*sidecar.ProxyState, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
 		return nil, err
@@ -39,7 +33,7 @@ func (c *confirmer) state(ctx context.Context) (*ProxyState, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("ask proxy at %s: HTTP %d", c.url, resp.StatusCode)
 	}
-	var s ProxyState
+	var s sidecar.ProxyState
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&s); err != nil {
 		return nil, fmt.Errorf("read proxy state from %s: %w", c.url, err)
 	}

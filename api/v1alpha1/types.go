@@ -97,7 +97,9 @@ const ConditionReady = "Ready"
 // Reasons of the Ready condition. Each failure has its own, naming what a
 // person must fix.
 const (
-	ReasonSucceeded            = "Succeeded"
+	ReasonSucceeded = "Succeeded"
+	// ReasonPending: no bundle fetched yet (the condition is Unknown).
+	ReasonPending              = "Pending"
 	ReasonUnsupportedScheme    = "UnsupportedScheme"
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonSecretNotFound       = "SecretNotFound"

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -92,7 +93,7 @@ func TestArgoCDDocumentedExamples(t *testing.T) {
 		Services: []snapshot.Service{{
 			URLs: []string{"http://httpbin.org"},
 			// One service: Argo CD ignores its cluster.
-			Headers: []snapshot.Header{{Name: "some-header", Secret: ref(ArgoCDSecret, "some.argocd.secret.key")}},
+			Headers: []snapshot.Header{{Name: "some-header", Secret: ref(settings.ArgoCDSecret, "some.argocd.secret.key")}},
 		}},
 	}}
 	tests := []struct {
@@ -103,22 +104,22 @@ func TestArgoCDDocumentedExamples(t *testing.T) {
 	}{
 		{
 			name:   "all settings in extension.config",
-			argoCM: map[string]string{ConfigKey: docAllSettings},
+			argoCM: map[string]string{settings.KeyExtensionConfig: docAllSettings},
 			want:   []snapshot.Extension{httpbin},
 		},
 		{
 			name:   "the same in extension.config.httpbin",
-			argoCM: map[string]string{ConfigKey + ".httpbin": docPerExtensionKey},
+			argoCM: map[string]string{settings.KeyExtensionConfig + ".httpbin": docPerExtensionKey},
 			want:   []snapshot.Extension{httpbin},
 		},
 		{
 			name:     "the multi-backend example, as written, does not parse",
-			argoCM:   map[string]string{ConfigKey: docMultiBackendAsWritten},
+			argoCM:   map[string]string{settings.KeyExtensionConfig: docMultiBackendAsWritten},
 			problems: []want{{mainArgo, "", false, []string{"the YAML does not parse"}}},
 		},
 		{
 			name:   "the multi-backend example, fixed",
-			argoCM: map[string]string{ConfigKey: docMultiBackendFixed},
+			argoCM: map[string]string{settings.KeyExtensionConfig: docMultiBackendFixed},
 			want: []snapshot.Extension{ext("some-extension",
 				snapshot.Service{URLs: []string{"http://extension-name.com:8080"}, Cluster: &snapshot.ClusterRef{Name: "kubernetes.local"}},
 				snapshot.Service{URLs: []string{"https://extension-name.ppd.cluster.k8s.local:8080"}, Cluster: &snapshot.ClusterRef{Server: "user@ppd.cluster.k8s.local"}},
@@ -126,15 +127,15 @@ func TestArgoCDDocumentedExamples(t *testing.T) {
 		},
 		{
 			name:   "an Authorization header from argocd-secret",
-			argoCM: map[string]string{ConfigKey: docAuthorizationHeader},
+			argoCM: map[string]string{settings.KeyExtensionConfig: docAuthorizationHeader},
 			want: []snapshot.Extension{ext("some-extension", snapshot.Service{
 				URLs:    []string{"http://extension-name.com:8080"},
-				Headers: []snapshot.Header{{Name: "Authorization", Secret: ref(ArgoCDSecret, "some-extension.authorization.header")}},
+				Headers: []snapshot.Header{{Name: "Authorization", Secret: ref(settings.ArgoCDSecret, "some-extension.authorization.header")}},
 			})},
 		},
 		{
 			name:   "the proposal's single backend",
-			argoCM: map[string]string{ConfigKey: docProposalSingle},
+			argoCM: map[string]string{settings.KeyExtensionConfig: docProposalSingle},
 			want: []snapshot.Extension{{Name: "some-extension", Backend: snapshot.Backend{
 				IdleConnectionTimeout: dur(10 * time.Second),
 				Services:              []snapshot.Service{svc("http://extension-name.com:8080")},

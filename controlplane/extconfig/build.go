@@ -11,15 +11,13 @@ import (
 	"strings"
 	"time"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 // extensionName is Argo CD's rule: the name becomes a URL path segment.
 var extensionName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// signingKey signs Argo CD's session tokens; a backend holding it could mint
-// tokens for any local user.
-const signingKey = "server.secretkey"
 
 // builder turns one definition into a snapshot.Extension, collecting every
 // error so one round of fixes suffices.
@@ -48,7 +46,7 @@ func (b *builder) warn(format string, args ...any) {
 
 // build reports the entry's problems and returns it if it may be served.
 func (p *parser) build(configMap string, e entry) (built, bool) {
-	src := sourceName(configMap, e.key)
+	src := location{configMap: configMap, key: e.key}
 	var (
 		level   rawExtLevel
 		backend rawBackend
@@ -58,7 +56,7 @@ func (p *parser) build(configMap string, e entry) (built, bool) {
 	if p.tlsChecked == nil {
 		p.tlsChecked = map[string]error{}
 	}
-	b := &builder{lookup: p.lookup, tlsChecked: p.tlsChecked, argo: configMap == ArgoCDConfigMap, secrets: map[string][]byte{}}
+	b := &builder{lookup: p.lookup, tlsChecked: p.tlsChecked, argo: configMap == settings.ArgoCDConfigMap, secrets: map[string][]byte{}}
 	if e.keyed {
 		var k rawKeyed
 		unknown, err = decode(e.raw, &k)
@@ -177,7 +175,7 @@ func (b *builder) argoService(where string, s rawService, services int) {
 		return // Validate says a url is required
 	}
 	if s.URL == "" {
-		b.fail("%s: url is required in %s: Argo CD reads no urls (Gatehouse's) and refuses the config without url; give url, or define the extension in %s", where, ArgoCDConfigMap, GatehouseConfigMap)
+		b.fail("%s: url is required in %s: Argo CD reads no urls (Gatehouse's) and refuses the config without url; give url, or define the extension in %s", where, settings.ArgoCDConfigMap, gatehousev1.ExtensionsConfigMap)
 	}
 	if services > 1 && s.Cluster == nil {
 		b.fail("%s: cluster is required when an extension has several services, as Argo CD requires it (it reads no clusterName): give cluster: {name, server}", where)
@@ -359,14 +357,16 @@ func (b *builder) header(where string, h rawHeader) (snapshot.Header, bool) {
 	}
 	secret, key, named := strings.Cut(ref, ":")
 	if !named {
-		secret, key = ArgoCDSecret, ref
+		secret, key = settings.ArgoCDSecret, ref
 	}
 	if secret == "" || key == "" {
-		b.fail("%s: value %q names no secret key: write \"$<key>\" for a key of %s or \"$<secret>:<key>\"", where, h.Value, ArgoCDSecret)
+		b.fail("%s: value %q names no secret key: write \"$<key>\" for a key of %s or \"$<secret>:<key>\"", where, h.Value, settings.ArgoCDSecret)
 		return snapshot.Header{}, false
 	}
-	if secret == ArgoCDSecret && key == signingKey {
-		b.fail("%s: %s/%s signs Argo CD's session tokens and is never sent to a backend: use a credential of the backend's own", where, ArgoCDSecret, signingKey)
+	// The signing key: a backend holding it could mint tokens for any
+	// local user.
+	if secret == settings.ArgoCDSecret && key == settings.KeySecretKey {
+		b.fail("%s: %s/%s signs Argo CD's session tokens and is never sent to a backend: use a credential of the backend's own", where, settings.ArgoCDSecret, settings.KeySecretKey)
 		return snapshot.Header{}, false
 	}
 	v, ok := b.secretValue(where, secret, key, named)
@@ -459,12 +459,12 @@ func (b *builder) secretValue(where, secret, key string, needPartOf bool) ([]byt
 	switch {
 	case !ok:
 		err = fmt.Errorf("%s: Secret %q does not exist in the Argo CD namespace: create it or fix the reference%w", where, secret, ErrSecretReference)
-	case labels[labelSecretType] != "":
+	case labels[settings.LabelSecretType] != "":
 		// Cluster and repository credentials never leave the control
 		// plane, whatever a ConfigMap says.
-		err = fmt.Errorf("%s: Secret %q holds Argo CD %s credentials, which Gatehouse never forwards: put the value in a Secret of its own%w", where, secret, labels[labelSecretType], ErrSecretReference)
-	case needPartOf && labels[labelPartOf] != "argocd":
-		err = fmt.Errorf("%s: Secret %q lacks the label %s=argocd, which Argo CD requires of \"$<secret>:<key>\" references: label the Secret%w", where, secret, labelPartOf, ErrSecretReference)
+		err = fmt.Errorf("%s: Secret %q holds Argo CD %s credentials, which Gatehouse never forwards: put the value in a Secret of its own%w", where, secret, labels[settings.LabelSecretType], ErrSecretReference)
+	case needPartOf && labels[settings.LabelPartOf] != settings.PartOf:
+		err = fmt.Errorf("%s: Secret %q lacks the label %s=%s, which Argo CD requires of \"$<secret>:<key>\" references: label the Secret%w", where, secret, settings.LabelPartOf, settings.PartOf, ErrSecretReference)
 	}
 	if err != nil {
 		b.errs = append(b.errs, err)

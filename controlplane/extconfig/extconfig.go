@@ -3,23 +3,12 @@ package extconfig
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
-)
-
-// Names Argo CD and Gatehouse read extension settings from.
-const (
-	ArgoCDConfigMap    = "argocd-cm"
-	GatehouseConfigMap = "gatehouse-extensions"
-	ArgoCDSecret       = "argocd-secret"
-	// ConfigKey holds a list of extensions; ConfigKey+".<name>" holds one.
-	ConfigKey = "extension.config"
-
-	labelPartOf     = "app.kubernetes.io/part-of"
-	labelSecretType = "argocd.argoproj.io/secret-type"
 )
 
 // Input is what the extension config is read from; all from the Argo CD
@@ -42,45 +31,19 @@ type Result struct {
 	// extensions reference: the snapshot must not disclose anything else.
 	Secrets map[string][]byte
 	// Problems are sorted by source, extension, severity and message.
-	Problems []Problem
+	// Each is on the ConfigMap (and key) at fault, with reason
+	// InvalidExtensionConfig, and its text says where to look, such as
+	// `ConfigMap argocd-cm key "extension.config": extension "x": ...`.
+	//
+	// Extension "" with Warning false means the source could not be read
+	// at all (its YAML does not parse): callers should keep their last
+	// good config rather than publish one without that source's
+	// extensions. An entry with no usable name is named by its position,
+	// such as "extensions[2]". Warnings leave the extension as written
+	// (served despite an unknown field, say, or left out by enabled:
+	// false); the others mean it was dropped.
+	Problems []configproblem.Problem
 }
-
-// Problem is something a person must fix in the extension config.
-//
-// Extension "" with Warning false means the source could not be read at all
-// (its YAML does not parse): callers should keep their last good config
-// rather than publish one without that source's extensions. An entry with
-// no usable name is named by its position, such as "extensions[2]".
-type Problem struct {
-	// Source is where a person must look, such as
-	// `ConfigMap argocd-cm key "extension.config"`.
-	Source string
-	// Extension is the extension's name, "" when the problem is the source's.
-	Extension string
-	// Warning problems leave the extension as written (served despite an
-	// unknown field, say, or left out by enabled: false); the others mean
-	// it was dropped.
-	Warning bool
-	Err     error
-}
-
-func (p Problem) Error() string {
-	var b strings.Builder
-	b.WriteString(p.Source)
-	if p.Extension != "" {
-		fmt.Fprintf(&b, ": extension %q", p.Extension)
-	}
-	if p.Warning {
-		b.WriteString(": warning")
-	}
-	b.WriteString(": ")
-	if p.Err != nil {
-		b.WriteString(p.Err.Error())
-	}
-	return b.String()
-}
-
-func (p Problem) Unwrap() error { return p.Err }
 
 // Parse reads every extension definition of both ConfigMaps, resolves the
 // Secrets they reference and keeps the extensions that pass
@@ -96,12 +59,12 @@ func (p Problem) Unwrap() error { return p.Err }
 // header Argo CD would not (docs/configuration.md lists each difference).
 func Parse(in Input) Result {
 	p := &parser{lookup: in.Secrets}
-	gatehouse := p.readSource(GatehouseConfigMap, in.Gatehouse, nil)
+	gatehouse := p.readSource(gatehousev1.ExtensionsConfigMap, in.Gatehouse, nil)
 	shadowed := make(map[string]bool, len(gatehouse.names))
 	for name := range gatehouse.names {
 		shadowed[name] = true
 	}
-	argo := p.readSource(ArgoCDConfigMap, in.ArgoCDCM, shadowed)
+	argo := p.readSource(settings.ArgoCDConfigMap, in.ArgoCDCM, shadowed)
 
 	res := Result{Secrets: map[string][]byte{}}
 	for _, built := range append(argo.served, gatehouse.served...) {
@@ -122,12 +85,15 @@ func Parse(in Input) Result {
 	return res
 }
 
-func compareProblems(a, b Problem) int {
+// compareProblems orders by source, extension, severity and text; within
+// one source, extension and severity the texts differ only after the
+// prefix those make.
+func compareProblems(a, b configproblem.Problem) int {
 	return cmp.Or(
-		cmp.Compare(a.Source, b.Source),
+		cmp.Compare(location{a.Name, a.Key}.String(), location{b.Name, b.Key}.String()),
 		cmp.Compare(a.Extension, b.Extension),
 		compareBool(a.Warning, b.Warning),
-		cmp.Compare(errText(a.Err), errText(b.Err)),
+		cmp.Compare(a.Error(), b.Error()),
 	)
 }
 
@@ -140,11 +106,4 @@ func compareBool(a, b bool) int {
 		return -1
 	}
 	return 1
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
@@ -18,10 +21,12 @@ type want struct {
 	contains  []string
 }
 
-func argoSrc(key string) string      { return sourceName(ArgoCDConfigMap, key) }
-func gatehouseSrc(key string) string { return sourceName(GatehouseConfigMap, key) }
+func argoSrc(key string) string { return location{settings.ArgoCDConfigMap, key}.String() }
+func gatehouseSrc(key string) string {
+	return location{gatehousev1.ExtensionsConfigMap, key}.String()
+}
 
-var mainArgo = argoSrc(ConfigKey)
+var mainArgo = argoSrc(settings.KeyExtensionConfig)
 
 func dur(d time.Duration) snapshot.Duration { return snapshot.Duration(d) }
 
@@ -49,11 +54,11 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "an empty extension.config serves nothing",
-			argo: map[string]string{ConfigKey: "", "url": "https://argocd.example.com"},
+			argo: map[string]string{settings.KeyExtensionConfig: "", "url": "https://argocd.example.com"},
 		},
 		{
 			name: "the proposal's format: enabled, idleConnTimeout, clusterName",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: some-extension
     enabled: true
@@ -77,7 +82,7 @@ extensions:
 			// Argo CD reads neither clusterName nor urls, and refuses
 			// several services without cluster, or one without url.
 			name: "in argocd-cm the proposal's clusterName and Gatehouse's urls are refused, as Argo CD refuses them",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: by-cluster-name
     backend:
@@ -96,7 +101,7 @@ extensions:
 		},
 		{
 			name: "one cluster name or server selects one service",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: shared-name
     backend:
@@ -110,13 +115,13 @@ extensions:
         - {url: http://b, cluster: {name: other, server: https://prod}}
 `},
 			problems: []want{
-				{gatehouseSrc(ConfigKey), "shared-name", false, []string{`backend.services[1]: cluster name "prod" is services[0]'s too`}},
-				{gatehouseSrc(ConfigKey), "shared-server", false, []string{`backend.services[1]: cluster server "https://prod" is services[0]'s too`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "shared-name", false, []string{`backend.services[1]: cluster name "prod" is services[0]'s too`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "shared-server", false, []string{`backend.services[1]: cluster server "https://prod" is services[0]'s too`}},
 			},
 		},
 		{
 			name: "in argocd-cm a \"$\" reference is read in header values only",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: $some.argocd.secret.key
     backend: {services: [{url: http://a}]}
@@ -140,34 +145,34 @@ extensions:
 		},
 		{
 			name:     "in argocd-cm a url's query and fragment are dropped, as Argo CD ignores them, and its path is kept, with a warning",
-			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'HTTP://Host:80/base?q=1#f'}]"},
+			argo:     map[string]string{settings.KeyExtensionConfig + ".p": "services: [{url: 'HTTP://Host:80/base?q=1#f'}]"},
 			want:     []snapshot.Extension{ext("p", svc("http://Host:80/base"))},
-			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`its query and fragment are ignored, as Argo CD ignores them`, `Gatehouse keeps its path (requests go below http://Host:80/base)`}}},
+			problems: []want{{argoSrc(settings.KeyExtensionConfig + ".p"), "p", true, []string{`its query and fragment are ignored, as Argo CD ignores them`, `Gatehouse keeps its path (requests go below http://Host:80/base)`}}},
 		},
 		{
 			name:     "in argocd-cm a url's path is kept, with a warning, since Argo CD drops it",
-			argo:     map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/base/'}]"},
+			argo:     map[string]string{settings.KeyExtensionConfig + ".p": "services: [{url: 'http://host/base/'}]"},
 			want:     []snapshot.Extension{ext("p", svc("http://host/base/"))},
-			problems: []want{{argoSrc(ConfigKey + ".p"), "p", true, []string{`url "http://host/base/": Gatehouse keeps its path`}}},
+			problems: []want{{argoSrc(settings.KeyExtensionConfig + ".p"), "p", true, []string{`url "http://host/base/": Gatehouse keeps its path`}}},
 		},
 		{
 			name: "in argocd-cm a url without a path needs no word",
-			argo: map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/'}]"},
+			argo: map[string]string{settings.KeyExtensionConfig + ".p": "services: [{url: 'http://host/'}]"},
 			want: []snapshot.Extension{ext("p", svc("http://host/"))},
 		},
 		{
 			name:      "in gatehouse-extensions a url's path is kept",
-			gatehouse: map[string]string{ConfigKey + ".p": "services: [{url: 'http://host/base'}]"},
+			gatehouse: map[string]string{settings.KeyExtensionConfig + ".p": "services: [{url: 'http://host/base'}]"},
 			want:      []snapshot.Extension{ext("p", svc("http://host/base"))},
 		},
 		{
 			name:     "in argocd-cm proxyconfig, where Argo CD reads transport settings, is refused",
-			argo:     map[string]string{ConfigKey + ".p": "proxyconfig: {connectionTimeout: 5s}\nservices: [{url: 'http://host'}]"},
-			problems: []want{{argoSrc(ConfigKey + ".p"), "p", false, []string{`field "proxyconfig": Argo CD 3.5 reads its transport settings there`}}},
+			argo:     map[string]string{settings.KeyExtensionConfig + ".p": "proxyconfig: {connectionTimeout: 5s}\nservices: [{url: 'http://host'}]"},
+			problems: []want{{argoSrc(settings.KeyExtensionConfig + ".p"), "p", false, []string{`field "proxyconfig": Argo CD 3.5 reads its transport settings there`}}},
 		},
 		{
 			name: "enabled: false is not served; in argocd-cm a warning says Argo CD serves it, and it is checked as Argo CD checks it",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: "off"
     enabled: false
@@ -177,7 +182,7 @@ extensions:
     backend:
       services: [{url: http://on}]
 `},
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
   - name: "argo-off"
     enabled: false
@@ -196,7 +201,7 @@ extensions:
 		},
 		{
 			name: "Argo CD's format with every backend setting",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: metrics
   backend:
@@ -229,7 +234,7 @@ extensions:
 		},
 		{
 			name: "in argocd-cm a lone service serves every cluster, as in Argo CD",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: lone
   backend:
@@ -241,7 +246,7 @@ extensions:
 		},
 		{
 			name: "in gatehouse-extensions a lone service keeps its cluster",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: lone
   backend:
@@ -254,9 +259,9 @@ extensions:
 		{
 			name: "per-extension keys hold the backend itself",
 			argo: map[string]string{
-				ConfigKey + ".alpha": "services:\n- url: http://alpha\nconnectionTimeout: 3s\n",
-				ConfigKey + ".beta":  "name: ignored\nservices:\n- url: http://beta\n",
-				ConfigKey:            "extensions:\n- name: gamma\n  backend:\n    services:\n    - url: http://gamma\n",
+				settings.KeyExtensionConfig + ".alpha": "services:\n- url: http://alpha\nconnectionTimeout: 3s\n",
+				settings.KeyExtensionConfig + ".beta":  "name: ignored\nservices:\n- url: http://beta\n",
+				settings.KeyExtensionConfig:            "extensions:\n- name: gamma\n  backend:\n    services:\n    - url: http://gamma\n",
 			},
 			want: []snapshot.Extension{
 				{Name: "alpha", Backend: snapshot.Backend{ConnectionTimeout: dur(3 * time.Second), Services: []snapshot.Service{svc("http://alpha")}}},
@@ -264,13 +269,13 @@ extensions:
 				ext("gamma", svc("http://gamma")),
 			},
 			problems: []want{
-				{argoSrc(ConfigKey + ".alpha"), "alpha", true, []string{"connectionTimeout: Argo CD 3.5 ignores it", "Gatehouse applies it"}},
-				{argoSrc(ConfigKey + ".beta"), "beta", true, []string{`the key "extension.config.beta" names the extension`}},
+				{argoSrc(settings.KeyExtensionConfig + ".alpha"), "alpha", true, []string{"connectionTimeout: Argo CD 3.5 ignores it", "Gatehouse applies it"}},
+				{argoSrc(settings.KeyExtensionConfig + ".beta"), "beta", true, []string{`the key "extension.config.beta" names the extension`}},
 			},
 		},
 		{
 			name: "header $key reads argocd-secret, trimmed; only referenced keys are disclosed",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: h
   backend:
@@ -279,12 +284,12 @@ extensions:
       headers:
       - {name: X-Token, value: $some.argocd.secret.key}
 `},
-			want:    []snapshot.Extension{ext("h", snapshot.Service{URLs: []string{"http://h"}, Headers: []snapshot.Header{{Name: "X-Token", Secret: ref(ArgoCDSecret, "some.argocd.secret.key")}}})},
+			want:    []snapshot.Extension{ext("h", snapshot.Service{URLs: []string{"http://h"}, Headers: []snapshot.Header{{Name: "X-Token", Secret: ref(settings.ArgoCDSecret, "some.argocd.secret.key")}}})},
 			secrets: []string{"argocd-secret/some.argocd.secret.key"},
 		},
 		{
 			name: "header $secret:key reads a Secret labelled part-of argocd",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: h
   backend:
@@ -298,7 +303,7 @@ extensions:
 		},
 		{
 			name: "header secrets that do not resolve drop the extension, naming secret and key",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: unlabelled
   backend: {services: [{url: http://h, headers: [{name: A, value: "$unlabelled:token"}]}]}
@@ -333,7 +338,7 @@ extensions:
 		},
 		{
 			name: "Gatehouse additions: system, requestTimeout, limits, urls, TLS",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: hardened
   system: true
@@ -349,7 +354,7 @@ extensions:
         caSecretRef: {name: backend-ca}
         clientCertSecretRef: {name: client-cert}
         serverName: backend.internal
-`, ConfigKey + ".custom-ca": `
+`, settings.KeyExtensionConfig + ".custom-ca": `
 services:
 - url: https://c.backend
   tls:
@@ -380,7 +385,7 @@ services:
 		},
 		{
 			name: "TLS references that do not resolve drop the extension",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: no-ca
   backend: {services: [{url: https://x, tls: {caSecretRef: {name: nowhere}}}]}
@@ -392,15 +397,15 @@ extensions:
   backend: {services: [{url: https://x, tls: {caSecretRef: {key: ca.crt}}}]}
 `},
 			problems: []want{
-				{gatehouseSrc(ConfigKey), "half-cert", false, []string{`Secret "half-cert" has no key "tls.key"`}},
-				{gatehouseSrc(ConfigKey), "nameless-ref", false, []string{"tls.caSecretRef: name is required"}},
-				{gatehouseSrc(ConfigKey), "no-ca", false, []string{`backend.services[0].tls.caSecretRef: Secret "nowhere" does not exist`}},
-				{gatehouseSrc(ConfigKey), "no-ca-key", false, []string{`Secret "backend-ca" has no key "missing.pem"`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "half-cert", false, []string{`Secret "half-cert" has no key "tls.key"`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "nameless-ref", false, []string{"tls.caSecretRef: name is required"}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "no-ca", false, []string{`backend.services[0].tls.caSecretRef: Secret "nowhere" does not exist`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "no-ca-key", false, []string{`Secret "backend-ca" has no key "missing.pem"`}},
 			},
 		},
 		{
 			name: "TLS material that is not PEM, or not a certificate and its key, drops the extension",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: ca-not-pem
   backend: {services: [{url: https://x, tls: {caSecretRef: {name: not-pem}}}]}
@@ -412,21 +417,21 @@ extensions:
   backend: {services: [{url: https://x, tls: {clientCertSecretRef: {name: wrong-key}}}]}
 `},
 			problems: []want{
-				{gatehouseSrc(ConfigKey), "ca-not-pem", false, []string{`backend.services[0].tls.caSecretRef: Secret "not-pem" key "ca.crt" is not a PEM CA bundle: it holds no PEM certificate`}},
-				{gatehouseSrc(ConfigKey), "client-not-pem", false, []string{`backend.services[0].tls.clientCertSecretRef: Secret "not-pem" is not a PEM client certificate and key: tls.crt: it holds no PEM certificate`}},
-				{gatehouseSrc(ConfigKey), "key-as-ca", false, []string{`Secret "key-as-ca" key "ca.crt" is not a PEM CA bundle: PEM block 1 is "EC PRIVATE KEY", not a CERTIFICATE; put the PEM certificates`}},
-				{gatehouseSrc(ConfigKey), "wrong-key", false, []string{`Secret "wrong-key" is not a PEM client certificate and key: tls.key does not hold the private key of tls.crt (tls: private key does not match public key)`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "ca-not-pem", false, []string{`backend.services[0].tls.caSecretRef: Secret "not-pem" key "ca.crt" is not a PEM CA bundle: it holds no PEM certificate`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "client-not-pem", false, []string{`backend.services[0].tls.clientCertSecretRef: Secret "not-pem" is not a PEM client certificate and key: tls.crt: it holds no PEM certificate`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "key-as-ca", false, []string{`Secret "key-as-ca" key "ca.crt" is not a PEM CA bundle: PEM block 1 is "EC PRIVATE KEY", not a CERTIFICATE; put the PEM certificates`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "wrong-key", false, []string{`Secret "wrong-key" is not a PEM client certificate and key: tls.key does not hold the private key of tls.crt (tls: private key does not match public key)`}},
 			},
 		},
 		{
 			name: "gatehouse-extensions replaces argocd-cm's extension of the same name, silently",
 			argo: map[string]string{
-				ConfigKey:          "extensions:\n- {name: shared, backend: {services: [{url: http://from-argocd}]}}\n- {name: argo-only, backend: {services: [{url: http://argo-only}]}}",
-				ConfigKey + ".per": "services: [{url: http://per-from-argocd}]",
+				settings.KeyExtensionConfig:          "extensions:\n- {name: shared, backend: {services: [{url: http://from-argocd}]}}\n- {name: argo-only, backend: {services: [{url: http://argo-only}]}}",
+				settings.KeyExtensionConfig + ".per": "services: [{url: http://per-from-argocd}]",
 			},
 			gatehouse: map[string]string{
-				ConfigKey:          "extensions:\n- {name: shared, backend: {services: [{url: http://from-gatehouse}]}}",
-				ConfigKey + ".per": "services: [{url: http://per-from-gatehouse}]",
+				settings.KeyExtensionConfig:          "extensions:\n- {name: shared, backend: {services: [{url: http://from-gatehouse}]}}",
+				settings.KeyExtensionConfig + ".per": "services: [{url: http://per-from-gatehouse}]",
 			},
 			want: []snapshot.Extension{
 				ext("argo-only", svc("http://argo-only")),
@@ -436,38 +441,38 @@ extensions:
 		},
 		{
 			name: "a disabled or broken override still hides argocd-cm's definition",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - {name: disabled, backend: {services: [{url: http://argo}]}}
 - {name: broken, backend: {services: [{url: http://argo}]}}
 - {name: unparsed, backend: {services: [{url: http://argo}]}}
 `},
 			gatehouse: map[string]string{
-				ConfigKey:               "extensions:\n- {name: disabled, enabled: false}\n- {name: broken, backend: {services: []}}",
-				ConfigKey + ".unparsed": "services: [",
+				settings.KeyExtensionConfig:               "extensions:\n- {name: disabled, enabled: false}\n- {name: broken, backend: {services: []}}",
+				settings.KeyExtensionConfig + ".unparsed": "services: [",
 			},
 			problems: []want{
-				{gatehouseSrc(ConfigKey), "broken", false, []string{"backend.services: at least one service is required"}},
-				{gatehouseSrc(ConfigKey + ".unparsed"), "", false, []string{"the YAML does not parse"}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "broken", false, []string{"backend.services: at least one service is required"}},
+				{gatehouseSrc(settings.KeyExtensionConfig + ".unparsed"), "", false, []string{"the YAML does not parse"}},
 			},
 		},
 		{
 			name: "YAML that does not parse is the whole key's problem",
 			argo: map[string]string{
-				ConfigKey:         "extensions:\n- name: a\n  backend: {services: [{url: http://a}]\n",
-				ConfigKey + ".ok": "services: [{url: http://ok}]",
+				settings.KeyExtensionConfig:         "extensions:\n- name: a\n  backend: {services: [{url: http://a}]\n",
+				settings.KeyExtensionConfig + ".ok": "services: [{url: http://ok}]",
 			},
 			want:     []snapshot.Extension{ext("ok", svc("http://ok"))},
 			problems: []want{{mainArgo, "", false, []string{"the YAML does not parse", "fix it"}}},
 		},
 		{
 			name:     "extension.config holding a bare list is the whole key's problem",
-			argo:     map[string]string{ConfigKey: "- name: argo-rollouts\n  backend:\n    services:\n    - url: http://rollouts\n"},
+			argo:     map[string]string{settings.KeyExtensionConfig: "- name: argo-rollouts\n  backend:\n    services:\n    - url: http://rollouts\n"},
 			problems: []want{{mainArgo, "", false, []string{`want a mapping with an "extensions" list`}}},
 		},
 		{
 			name: "one bad extension never takes the others down",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: good-1
   backend: {services: [{url: http://good-1}]}
@@ -482,14 +487,14 @@ extensions:
 		{
 			name: "the same name twice in one ConfigMap drops every copy",
 			argo: map[string]string{
-				ConfigKey: `
+				settings.KeyExtensionConfig: `
 extensions:
 - {name: twice, backend: {services: [{url: http://one}]}}
 - {name: twice, backend: {services: [{url: http://two}]}}
 - {name: keyed-too, backend: {services: [{url: http://list}]}}
 - {name: single, backend: {services: [{url: http://single}]}}
 `,
-				ConfigKey + ".keyed-too": "services: [{url: http://keyed}]",
+				settings.KeyExtensionConfig + ".keyed-too": "services: [{url: http://keyed}]",
 			},
 			want: []snapshot.Extension{ext("single", svc("http://single"))},
 			problems: []want{
@@ -499,7 +504,7 @@ extensions:
 		},
 		{
 			name: "unknown fields are warnings and the extension is still served",
-			gatehouse: map[string]string{ConfigKey: `
+			gatehouse: map[string]string{settings.KeyExtensionConfig: `
 extension: typo-at-the-top
 extensions:
 - name: typos
@@ -513,16 +518,16 @@ extensions:
 `},
 			want: []snapshot.Extension{ext("typos", svc("http://typos"))},
 			problems: []want{
-				{gatehouseSrc(ConfigKey), "", true, []string{`unknown field "extension"`, `did you mean "extensions"?`}},
-				{gatehouseSrc(ConfigKey), "typos", true, []string{`"backend.requestTimeout" is not read at this level`}},
-				{gatehouseSrc(ConfigKey), "typos", true, []string{`unknown field "backend.services[0].URL"`, "case-sensitive", `"url"`}},
-				{gatehouseSrc(ConfigKey), "typos", true, []string{`unknown field "backend.services[0].headrs"`, `did you mean "headers"?`}},
-				{gatehouseSrc(ConfigKey), "typos", true, []string{`unknown field "requestTimout"`, `did you mean "requestTimeout"?`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "", true, []string{`unknown field "extension"`, `did you mean "extensions"?`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "typos", true, []string{`"backend.requestTimeout" is not read at this level`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "typos", true, []string{`unknown field "backend.services[0].URL"`, "case-sensitive", `"url"`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "typos", true, []string{`unknown field "backend.services[0].headrs"`, `did you mean "headers"?`}},
+				{gatehouseSrc(settings.KeyExtensionConfig), "typos", true, []string{`unknown field "requestTimout"`, `did you mean "requestTimeout"?`}},
 			},
 		},
 		{
 			name: "conflicting spellings, bad values and bad names are the extension's problems",
-			argo: map[string]string{ConfigKey: `
+			argo: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - {name: both-urls, backend: {services: [{url: http://a, urls: [http://b]}]}}
 - {name: both-clusters, backend: {services: [{url: http://a, clusterName: x, cluster: {name: x}}]}}
@@ -613,7 +618,7 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-func checkProblems(t *testing.T, got []Problem, want []want) {
+func checkProblems(t *testing.T, got []configproblem.Problem, want []want) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("got %d problems, want %d:", len(got), len(want))
@@ -624,9 +629,13 @@ func checkProblems(t *testing.T, got []Problem, want []want) {
 	}
 	for i, w := range want {
 		p := got[i]
-		if p.Source != w.source || p.Extension != w.extension || p.Warning != w.warning {
+		source := location{p.Name, p.Key}.String()
+		if source != w.source || p.Extension != w.extension || p.Warning != w.warning {
 			t.Errorf("problem %d: got (%s, %q, warning=%v), want (%s, %q, warning=%v): %s",
-				i, p.Source, p.Extension, p.Warning, w.source, w.extension, w.warning, p.Error())
+				i, source, p.Extension, p.Warning, w.source, w.extension, w.warning, p.Error())
+		}
+		if p.Kind != gatehousev1.KindConfigMap || p.Reason != gatehousev1.ReasonInvalidExtensionConfig {
+			t.Errorf("problem %d: on %s with reason %s, want a ConfigMap's with %s", i, p.Kind, p.Reason, gatehousev1.ReasonInvalidExtensionConfig)
 		}
 		for _, s := range w.contains {
 			if !strings.Contains(p.Error(), s) {
@@ -639,7 +648,7 @@ func checkProblems(t *testing.T, got []Problem, want []want) {
 func TestSecretsHoldOnlyWhatServedExtensionsReference(t *testing.T) {
 	secrets := fixtureSecrets()
 	res := Parse(Input{
-		ArgoCDCM: map[string]string{ConfigKey: `
+		ArgoCDCM: map[string]string{settings.KeyExtensionConfig: `
 extensions:
 - name: served
   backend:
@@ -674,8 +683,8 @@ func TestSecretUsedAsHeaderAndCAIsKeptTrimmed(t *testing.T) {
 	for _, order := range [][2]string{{"a", "b"}, {"b", "a"}} {
 		res := Parse(Input{
 			ArgoCDCM: map[string]string{
-				ConfigKey + "." + order[0]: "services: [{url: https://x, headers: [{name: A, value: \"$both:ca.crt\"}]}]",
-				ConfigKey + "." + order[1]: "services: [{url: https://x, tls: {caSecretRef: {name: both}}}]",
+				settings.KeyExtensionConfig + "." + order[0]: "services: [{url: https://x, headers: [{name: A, value: \"$both:ca.crt\"}]}]",
+				settings.KeyExtensionConfig + "." + order[1]: "services: [{url: https://x, tls: {caSecretRef: {name: both}}}]",
 			},
 			Secrets: secrets.lookup,
 		})
@@ -691,7 +700,7 @@ func TestSecretUsedAsHeaderAndCAIsKeptTrimmed(t *testing.T) {
 func TestParseIsDeterministic(t *testing.T) {
 	in := Input{
 		ArgoCDCM: map[string]string{
-			ConfigKey: `
+			settings.KeyExtensionConfig: `
 extensions:
 - {name: z, backend: {services: [{url: http://z}]}}
 - {name: a, typo: 1, backend: {services: [{url: http://a, headers: [{name: X, value: $some.argocd.secret.key}]}]}}
@@ -699,13 +708,13 @@ extensions:
 - {name: dup, backend: {services: [{url: http://d}]}}
 - {name: m, backend: {services: [{url: ftp://m}]}}
 `,
-			ConfigKey + ".k1": "services: [{url: http://k1}]",
-			ConfigKey + ".k2": "services: [{url: http://k2, oops: true}]",
-			ConfigKey + ".k3": "services: [",
+			settings.KeyExtensionConfig + ".k1": "services: [{url: http://k1}]",
+			settings.KeyExtensionConfig + ".k2": "services: [{url: http://k2, oops: true}]",
+			settings.KeyExtensionConfig + ".k3": "services: [",
 		},
 		Gatehouse: map[string]string{
-			ConfigKey + ".g1": "services: [{url: https://g1, tls: {caSecretRef: {name: backend-ca}}}]",
-			"stray":           "x",
+			settings.KeyExtensionConfig + ".g1": "services: [{url: https://g1, tls: {caSecretRef: {name: backend-ca}}}]",
+			"stray":                             "x",
 		},
 		Secrets: fixtureSecrets().lookup,
 	}
@@ -721,26 +730,35 @@ extensions:
 }
 
 func TestProblemError(t *testing.T) {
+	main := location{settings.ArgoCDConfigMap, settings.KeyExtensionConfig}
 	tests := []struct {
-		p    Problem
-		want string
+		at        location
+		extension string
+		warning   bool
+		err       error
+		want      string
 	}{
-		{Problem{Source: mainArgo, Err: errors.New("bad")}, `ConfigMap argocd-cm key "extension.config": bad`},
-		{Problem{Source: mainArgo, Extension: "x", Err: errors.New("bad")}, `ConfigMap argocd-cm key "extension.config": extension "x": bad`},
-		{Problem{Source: mainArgo, Extension: "x", Warning: true, Err: errors.New("odd")}, `ConfigMap argocd-cm key "extension.config": extension "x": warning: odd`},
+		{main, "", false, errors.New("bad"), `ConfigMap argocd-cm key "extension.config": bad`},
+		{main, "x", false, errors.New("bad"), `ConfigMap argocd-cm key "extension.config": extension "x": bad`},
+		{main, "x", true, errors.New("odd"), `ConfigMap argocd-cm key "extension.config": extension "x": warning: odd`},
+		{location{configMap: settings.ArgoCDConfigMap}, "x", false, errors.New("twice"), `ConfigMap argocd-cm: extension "x": twice`},
 	}
 	for _, tt := range tests {
-		if got := tt.p.Error(); got != tt.want {
+		p := &parser{}
+		p.report(tt.at, tt.extension, tt.warning, tt.err)
+		if got := p.problems[0].Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
 		}
 	}
 	inner := errors.New("inner")
-	if !errors.Is(Problem{Err: inner}, inner) {
-		t.Error("Problem does not unwrap to its Err")
+	p := &parser{}
+	p.report(main, "", false, inner)
+	if !errors.Is(p.problems[0], inner) {
+		t.Error("the problem does not unwrap to its error")
 	}
 }
 
 func TestNilSecretLookupIsAbsentSecrets(t *testing.T) {
-	res := Parse(Input{ArgoCDCM: map[string]string{ConfigKey + ".h": "services: [{url: http://h, headers: [{name: A, value: $k}]}]"}})
-	checkProblems(t, res.Problems, []want{{argoSrc(ConfigKey + ".h"), "h", false, []string{`Secret "argocd-secret" does not exist`}}})
+	res := Parse(Input{ArgoCDCM: map[string]string{settings.KeyExtensionConfig + ".h": "services: [{url: http://h, headers: [{name: A, value: $k}]}]"}})
+	checkProblems(t, res.Problems, []want{{argoSrc(settings.KeyExtensionConfig + ".h"), "h", false, []string{`Secret "argocd-secret" does not exist`}}})
 }

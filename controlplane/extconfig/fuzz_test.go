@@ -3,6 +3,8 @@ package extconfig
 import (
 	"reflect"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
 // FuzzParse feeds arbitrary ConfigMap text to every place Parse reads it
@@ -27,9 +29,9 @@ func FuzzParse(f *testing.F) {
 	secrets := fixtureSecrets()
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, in := range []Input{
-			{ArgoCDCM: map[string]string{ConfigKey: text}},
-			{ArgoCDCM: map[string]string{ConfigKey + ".fuzz": text}},
-			{Gatehouse: map[string]string{ConfigKey: text}, ArgoCDCM: map[string]string{ConfigKey + ".fuzz": text}},
+			{ArgoCDCM: map[string]string{settings.KeyExtensionConfig: text}},
+			{ArgoCDCM: map[string]string{settings.KeyExtensionConfig + ".fuzz": text}},
+			{Gatehouse: map[string]string{settings.KeyExtensionConfig: text}, ArgoCDCM: map[string]string{settings.KeyExtensionConfig + ".fuzz": text}},
 		} {
 			in.Secrets = secrets.lookup
 			res := Parse(in)

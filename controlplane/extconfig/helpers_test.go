@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
@@ -28,7 +29,7 @@ func (s secretStore) lookup(name string) (map[string][]byte, map[string]string, 
 	return data, sec.labels, true
 }
 
-var partOfArgoCD = map[string]string{labelPartOf: "argocd"}
+var partOfArgoCD = map[string]string{settings.LabelPartOf: "argocd"}
 
 // testCert is a CA certificate, and a certificate and its key it issued,
 // PEM-encoded, made once for the fixture's TLS Secrets.
@@ -51,7 +52,7 @@ func fixtureSecrets() secretStore {
 	ca, pair := testCert()
 	cert, key := pair[0], pair[1]
 	return secretStore{
-		ArgoCDSecret: {labels: partOfArgoCD, data: map[string]string{
+		settings.ArgoCDSecret: {labels: partOfArgoCD, data: map[string]string{
 			"server.secretkey":                    "VALUE-signing-key",
 			"admin.password":                      "VALUE-admin-password",
 			"some.argocd.secret.key":              "VALUE-some-header\n",
@@ -72,7 +73,7 @@ func fixtureSecrets() secretStore {
 		"wrong-key":   {data: map[string]string{"tls.crt": "VALUE-wrong-key-crt\n" + cert, "tls.key": "VALUE-wrong-key\n" + otherKey()}},
 		"half-cert":   {data: map[string]string{"tls.crt": "VALUE-half-crt"}},
 		"cluster-prod": {
-			labels: map[string]string{labelPartOf: "argocd", labelSecretType: "cluster"},
+			labels: map[string]string{settings.LabelPartOf: "argocd", settings.LabelSecretType: "cluster"},
 			data:   map[string]string{"name": "prod", "server": "https://prod", "config": "VALUE-cluster-creds"},
 		},
 	}

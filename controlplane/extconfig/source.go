@@ -10,20 +10,61 @@ import (
 
 	sjson "sigs.k8s.io/json"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
 
 type parser struct {
 	lookup   SecretLookup
-	problems []Problem
+	problems []configproblem.Problem
 	// tlsChecked holds the outcome of checking each referenced Secret's
 	// TLS material: many extensions share a few Secrets, and a key pair
 	// costs a public-key computation to check.
 	tlsChecked map[string]error
 }
 
-func (p *parser) report(source, extension string, warning bool, err error) {
-	p.problems = append(p.problems, Problem{Source: source, Extension: extension, Warning: warning, Err: err})
+// report records a problem of the extension (or, for "", of the source)
+// at at: its text says where, which extension and how grave before what.
+func (p *parser) report(at location, extension string, warning bool, err error) {
+	where := at.String()
+	if extension != "" {
+		where += fmt.Sprintf(": extension %q", extension)
+	}
+	if warning {
+		where += ": warning"
+	}
+	p.problems = append(p.problems, configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: at.configMap, Key: at.key,
+		Extension: extension, Warning: warning, Reason: gatehousev1.ReasonInvalidExtensionConfig, Err: locatedError{where: where, err: err}})
+}
+
+// locatedError is an error with where a person must look before it.
+type locatedError struct {
+	where string
+	err   error
+}
+
+func (e locatedError) Error() string {
+	if e.err == nil {
+		return e.where + ": "
+	}
+	return e.where + ": " + e.err.Error()
+}
+
+func (e locatedError) Unwrap() error { return e.err }
+
+// location is where in which ConfigMap a problem is: a key, or the whole
+// ConfigMap for "".
+type location struct{ configMap, key string }
+
+// String is where a person must look, such as
+// `ConfigMap argocd-cm key "extension.config"`.
+func (l location) String() string {
+	if l.key == "" {
+		return "ConfigMap " + l.configMap
+	}
+	return fmt.Sprintf("ConfigMap %s key %q", l.configMap, l.key)
 }
 
 // entry is one extension definition as found in a ConfigMap.
@@ -58,20 +99,16 @@ type sourceResult struct {
 	served []built
 }
 
-func sourceName(configMap, key string) string {
-	return fmt.Sprintf("ConfigMap %s key %q", configMap, key)
-}
-
 // readSource reads one ConfigMap's extensions, skipping the names in skip
 // without a word: they are defined elsewhere and that definition wins.
 func (p *parser) readSource(configMap string, data map[string]string, skip map[string]bool) sourceResult {
 	res := sourceResult{names: map[string]bool{}}
 	var entries []entry
 	for _, key := range slices.Sorted(maps.Keys(data)) {
-		src := sourceName(configMap, key)
-		name, keyed := strings.CutPrefix(key, ConfigKey+".")
+		src := location{configMap: configMap, key: key}
+		name, keyed := strings.CutPrefix(key, settings.KeyExtensionConfig+".")
 		switch {
-		case key == ConfigKey:
+		case key == settings.KeyExtensionConfig:
 			entries = append(entries, p.readList(src, key, data[key])...)
 		case keyed && name != "":
 			raw, err := yamlToJSON(data[key])
@@ -79,27 +116,27 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 				p.report(src, "", false, err)
 			}
 			entries = append(entries, entry{key: key, name: name, raw: raw, keyed: true, broken: err != nil})
-		case configMap == ArgoCDConfigMap && key == ConfigKey+".":
+		case configMap == settings.ArgoCDConfigMap && key == settings.KeyExtensionConfig+".":
 			// Argo CD reads it as the list, in place of
 			// "extension.config" when both exist (map order decides):
 			// which extensions are meant is unknowable, so the
 			// source keeps its last good config.
-			p.report(src, "", false, fmt.Errorf("key %q is the list to Argo CD, in place of %q when both exist (which one is chance); Gatehouse does not read it: move its extensions to %q", key, ConfigKey, ConfigKey))
-		case configMap == ArgoCDConfigMap && strings.HasPrefix(key, ConfigKey):
+			p.report(src, "", false, fmt.Errorf("key %q is the list to Argo CD, in place of %q when both exist (which one is chance); Gatehouse does not read it: move its extensions to %q", key, settings.KeyExtensionConfig, settings.KeyExtensionConfig))
+		case configMap == settings.ArgoCDConfigMap && strings.HasPrefix(key, settings.KeyExtensionConfig):
 			// Argo CD reads "extension.configX" as extension "X":
 			// a definition Gatehouse refuses, not one it never saw, so
 			// a second "X" makes both duplicates, as in Argo CD.
-			name := strings.TrimPrefix(key, ConfigKey)
+			name := strings.TrimPrefix(key, settings.KeyExtensionConfig)
 			if !skip[name] {
-				p.report(src, name, false, fmt.Errorf("key %q is extension %q to Argo CD; Gatehouse reads only %q keys: rename the key to %q", key, name, ConfigKey+".<name>", ConfigKey+"."+name))
+				p.report(src, name, false, fmt.Errorf("key %q is extension %q to Argo CD; Gatehouse reads only %q keys: rename the key to %q", key, name, settings.KeyExtensionConfig+".<name>", settings.KeyExtensionConfig+"."+name))
 			}
 			entries = append(entries, entry{key: key, name: name, keyed: true, broken: true})
-		case strings.HasPrefix(key, ConfigKey):
+		case strings.HasPrefix(key, settings.KeyExtensionConfig):
 			// In Gatehouse's own ConfigMap, "extension.configX" and
 			// "extension.config." are far likelier slips than intent.
-			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", ConfigKey, ConfigKey+".<name>"))
-		case configMap == GatehouseConfigMap:
-			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", GatehouseConfigMap, ConfigKey, ConfigKey+".<name>"))
+			p.report(src, "", true, fmt.Errorf("key ignored: extension settings go in %q or %q", settings.KeyExtensionConfig, settings.KeyExtensionConfig+".<name>"))
+		case configMap == gatehousev1.ExtensionsConfigMap:
+			p.report(src, "", true, fmt.Errorf("key ignored: %s holds only %q and %q keys", gatehousev1.ExtensionsConfigMap, settings.KeyExtensionConfig, settings.KeyExtensionConfig+".<name>"))
 		}
 	}
 
@@ -121,7 +158,7 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 				for i, d := range defs {
 					locs[i] = d.location()
 				}
-				p.report("ConfigMap "+configMap, e.name, false, fmt.Errorf(
+				p.report(location{configMap: configMap}, e.name, false, fmt.Errorf(
 					"defined %d times (%s): keep one definition",
 					len(defs), strings.Join(locs, ", ")))
 			}
@@ -139,7 +176,7 @@ func (p *parser) readSource(configMap string, data map[string]string, skip map[s
 // readList splits an "extension.config" value into its extensions. Only a
 // value that cannot be read at all is the whole key's problem; each entry
 // is judged on its own later.
-func (p *parser) readList(src, key, text string) []entry {
+func (p *parser) readList(src location, key, text string) []entry {
 	raw, err := yamlToJSON(text)
 	if err != nil {
 		p.report(src, "", false, err)

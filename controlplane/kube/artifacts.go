@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 )
 
@@ -26,10 +27,6 @@ import (
 // then moves the head, then deletes the old parts, so a reader always finds
 // a complete artifact behind the head it sees.
 const (
-	// LabelArtifact marks artifact ConfigMaps; the cache watches only
-	// these in Gatehouse's namespace.
-	LabelArtifact = "gatehouse.io/policy-bundle-artifact"
-
 	annotationBundle         = "gatehouse.io/policy-bundle"
 	annotationDigest         = "gatehouse.io/digest"
 	annotationParts          = "gatehouse.io/parts"
@@ -116,7 +113,7 @@ func writeArtifact(ctx context.Context, c client.Client, ns, bundle, url string,
 		chunk := a.Data[min(i*partBytes, len(a.Data)):min((i+1)*partBytes, len(a.Data))]
 		part := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: partName(bundle, a.Digest, i), Namespace: ns,
-				Labels:      map[string]string{LabelArtifact: "part"},
+				Labels:      map[string]string{gatehousev1.LabelArtifact: "part"},
 				Annotations: map[string]string{annotationBundle: bundle, annotationDigest: a.Digest, annotationPart: strconv.Itoa(i)}},
 			BinaryData: map[string][]byte{partKey: chunk},
 			Immutable:  new(true),
@@ -133,7 +130,7 @@ func writeArtifact(ctx context.Context, c client.Client, ns, bundle, url string,
 	err := c.Get(ctx, client.ObjectKeyFromObject(head), head)
 	switch {
 	case apierrors.IsNotFound(err):
-		head.Labels = map[string]string{LabelArtifact: "head"}
+		head.Labels = map[string]string{gatehousev1.LabelArtifact: "head"}
 		head.Annotations = annotations
 		if err := c.Create(ctx, head); err != nil {
 			return fmt.Errorf("store the bundle's head: %w", err)
@@ -141,7 +138,7 @@ func writeArtifact(ctx context.Context, c client.Client, ns, bundle, url string,
 	case err != nil:
 		return fmt.Errorf("read the bundle's head: %w", err)
 	default:
-		head.Labels = map[string]string{LabelArtifact: "head"}
+		head.Labels = map[string]string{gatehousev1.LabelArtifact: "head"}
 		head.Annotations = annotations
 		if err := c.Update(ctx, head); err != nil {
 			return fmt.Errorf("store the bundle's head: %w", err)
@@ -153,7 +150,7 @@ func writeArtifact(ctx context.Context, c client.Client, ns, bundle, url string,
 // deleteParts deletes bundle's parts of every digest but keep ("" for all).
 func deleteParts(ctx context.Context, c client.Client, ns, bundle, keep string) error {
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{LabelArtifact: "part"}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{gatehousev1.LabelArtifact: "part"}); err != nil {
 		return fmt.Errorf("list the bundle's parts: %w", err)
 	}
 	for i := range list.Items {

@@ -32,6 +32,7 @@ import (
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 )
 
 // BundleReconcilerOptions configure a BundleReconciler.
@@ -71,7 +72,7 @@ type BundleReconciler struct {
 
 	mu       sync.Mutex
 	states   map[string]*bundleState
-	problems map[string][]controlplane.Problem
+	problems map[string][]configproblem.Problem
 }
 
 // bundleState is what the reconciler remembers of a PolicyBundle between
@@ -103,7 +104,7 @@ func NewBundleReconciler(o BundleReconcilerOptions) (*BundleReconciler, error) {
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
-	r := &BundleReconciler{o: o, events: make(chan event.GenericEvent, 256), states: map[string]*bundleState{}, problems: map[string][]controlplane.Problem{},
+	r := &BundleReconciler{o: o, events: make(chan event.GenericEvent, 256), states: map[string]*bundleState{}, problems: map[string][]configproblem.Problem{},
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_controlplane_policybundle_fetches_total",
 			Help: "PolicyBundle fetches by outcome: Succeeded (a new bundle stored), Unchanged, or the failure's reason.",
@@ -163,7 +164,7 @@ func (r *BundleReconciler) referencing(kind string) handler.MapFunc {
 // configMapChanged: an artifact changed (or was deleted) by someone else
 // is put right; a ConfigMap holding a verification key is a reference.
 func (r *BundleReconciler) configMapChanged(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetNamespace() == r.o.Namespace && o.GetLabels()[LabelArtifact] != "" {
+	if o.GetNamespace() == r.o.Namespace && o.GetLabels()[gatehousev1.LabelArtifact] != "" {
 		if b := o.GetAnnotations()[annotationBundle]; b != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.o.ControlPlaneNamespace, Name: b}}}
 		}
@@ -175,8 +176,8 @@ func (r *BundleReconciler) configMapChanged(ctx context.Context, o client.Object
 // ObserveProblems receives every build's problems (controlplane's
 // Controller calls it): those of a PolicyBundle show in its Ready
 // condition.
-func (r *BundleReconciler) ObserveProblems(problems []controlplane.Problem) {
-	now := map[string][]controlplane.Problem{}
+func (r *BundleReconciler) ObserveProblems(problems []configproblem.Problem) {
+	now := map[string][]configproblem.Problem{}
 	for _, p := range problems {
 		if p.Kind == gatehousev1.KindPolicyBundle && !p.Warning {
 			now[p.Name] = append(now[p.Name], p)
@@ -185,7 +186,7 @@ func (r *BundleReconciler) ObserveProblems(problems []controlplane.Problem) {
 	r.mu.Lock()
 	var changed []string
 	for name := range maps.Keys(now) {
-		if !slices.Equal(now[name], r.problems[name]) {
+		if !slices.EqualFunc(now[name], r.problems[name], sameProblem) {
 			changed = append(changed, name)
 		}
 	}
@@ -204,6 +205,9 @@ func (r *BundleReconciler) ObserveProblems(problems []controlplane.Problem) {
 		}
 	}
 }
+
+// sameProblem: the same fault found again, though its error is a new value.
+func sameProblem(a, b configproblem.Problem) bool { return a.ID() == b.ID() }
 
 // Reconcile fetches one PolicyBundle if it is due and updates its status.
 func (r *BundleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -397,11 +401,11 @@ func (r *BundleReconciler) updateStatus(ctx context.Context, b *gatehousev1.Poli
 			cond.Status, cond.Reason = metav1.ConditionFalse, problems[0].Reason
 			msgs := make([]string, len(problems))
 			for i, p := range problems {
-				msgs[i] = p.Message
+				msgs[i] = p.Error()
 			}
 			cond.Message = "fetched, but the combined policy is refused: " + strings.Join(msgs, "; ")
 		case stored == nil:
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, "Pending", "no bundle fetched yet"
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, gatehousev1.ReasonPending, "no bundle fetched yet"
 		default:
 			cond.Status, cond.Reason = metav1.ConditionTrue, gatehousev1.ReasonSucceeded
 			cond.Message = source.Describe(source.Pulled{Revision: stored.Revision, Warnings: o.warnings}, stored.Digest)

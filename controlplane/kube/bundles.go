@@ -19,7 +19,7 @@ import (
 
 // AddBundleCacheOptions adds what PolicyBundles need to the shared cache's
 // options: PolicyBundles of the control-plane namespace, and the artifact
-// ConfigMaps (LabelArtifact) of Gatehouse's namespace, ns.
+// ConfigMaps (gatehousev1.LabelArtifact) of Gatehouse's namespace, ns.
 func AddBundleCacheOptions(o *cache.Options, controlPlaneNamespace, ns string) error {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
@@ -28,7 +28,7 @@ func AddBundleCacheOptions(o *cache.Options, controlPlaneNamespace, ns string) e
 	if ns == controlPlaneNamespace {
 		return nil // the ConfigMaps of that namespace are watched already
 	}
-	artifacts, err := labels.NewRequirement(LabelArtifact, selection.Exists, nil)
+	artifacts, err := labels.NewRequirement(gatehousev1.LabelArtifact, selection.Exists, nil)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func WatchBundles(ctx context.Context, c cache.Cache, controlPlaneNamespace, ns 
 		return nil, fmt.Errorf("watch PolicyBundle artifacts: %w", err)
 	}
 	reg, err = inf.AddEventHandler(handlerFor(func(obj client.Object, _ bool) {
-		if obj.GetNamespace() != ns || obj.GetLabels()[LabelArtifact] == "" {
+		if obj.GetNamespace() != ns || obj.GetLabels()[gatehousev1.LabelArtifact] == "" {
 			return
 		}
 		if bundle := obj.GetAnnotations()[annotationBundle]; bundle != "" {

@@ -203,7 +203,7 @@ func TestPolicyBundles(t *testing.T) {
 	eventually(t, "the bundle is Ready at revision v1", ready(metav1.ConditionTrue, gatehousev1.ReasonSucceeded, "v1"))
 	eventually(t, "the snapshot carries the bundle's grants", func() bool { return strings.Contains(s.policyData(), `"alice"`) })
 	var heads corev1.ConfigMapList
-	if err := c.List(ctx, &heads, client.InNamespace(gatehouseNS), client.MatchingLabels{kube.LabelArtifact: "head"}); err != nil || len(heads.Items) != 1 {
+	if err := c.List(ctx, &heads, client.InNamespace(gatehouseNS), client.MatchingLabels{gatehousev1.LabelArtifact: "head"}); err != nil || len(heads.Items) != 1 {
 		t.Fatalf("artifact heads %v, %v: want one", len(heads.Items), err)
 	}
 
@@ -218,7 +218,7 @@ func TestPolicyBundles(t *testing.T) {
 
 	t.Run("a policy ConfigMap that collides: Conflict, the last good policy stays", func(t *testing.T) {
 		before := s.c.Current().Version()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-grants", Namespace: ns, Labels: map[string]string{controlplane.LabelPolicy: "true"}},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-grants", Namespace: ns, Labels: map[string]string{gatehousev1.LabelPolicy: "true"}},
 			Data: map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:other"]}}}}`}}
 		if err := c.Create(ctx, cm); err != nil {
 			t.Fatal(err)
@@ -274,7 +274,7 @@ func TestPolicyBundles(t *testing.T) {
 		}
 		eventually(t, "the artifact ConfigMaps are deleted", func() bool {
 			var list corev1.ConfigMapList
-			return c.List(ctx, &list, client.InNamespace(gatehouseNS), client.HasLabels{kube.LabelArtifact}) == nil && len(list.Items) == 0
+			return c.List(ctx, &list, client.InNamespace(gatehouseNS), client.HasLabels{gatehousev1.LabelArtifact}) == nil && len(list.Items) == 0
 		})
 		eventually(t, "the snapshot no longer carries the grants", func() bool { return !strings.Contains(s.policyData(), `"bob"`) })
 	})

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 )
@@ -23,7 +23,7 @@ import (
 func TestStripSecretKeepsClusterScope(t *testing.T) {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-prod", Namespace: "argocd",
-			Labels:      map[string]string{controlplane.LabelSecretType: controlplane.SecretTypeCluster},
+			Labels:      map[string]string{settings.LabelSecretType: settings.SecretTypeCluster},
 			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"data":{"config":"credential"}}`}},
 		Data: map[string][]byte{"name": []byte("prod"), "server": []byte("https://prod"), "project": []byte("team-a"),
 			"config": []byte(`{"bearerToken":"credential"}`)},

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
-	"github.com/gatehouse-dev/gatehouse/controlplane"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 )
 
 // maxNote is the longest note events.k8s.io/v1 accepts.
@@ -32,14 +32,14 @@ func NewEventReporter(recorder events.EventRecorder, reader client.Reader, contr
 }
 
 // Report implements controlplane.Reporter.
-func (r *EventReporter) Report(ctx context.Context, problems []controlplane.Problem) {
+func (r *EventReporter) Report(ctx context.Context, problems []configproblem.Problem) {
 	for _, p := range problems {
 		obj := r.object(ctx, p)
 		if obj == nil {
 			continue
 		}
 		typ := corev1.EventTypeWarning
-		note := p.Message
+		note := p.Error()
 		if len(note) > maxNote {
 			note = note[:maxNote-3] + "..."
 		}
@@ -47,13 +47,13 @@ func (r *EventReporter) Report(ctx context.Context, problems []controlplane.Prob
 	}
 }
 
-func (r *EventReporter) object(ctx context.Context, p controlplane.Problem) client.Object {
+func (r *EventReporter) object(ctx context.Context, p configproblem.Problem) client.Object {
 	var obj client.Object
 	gvk := corev1.SchemeGroupVersion.WithKind(p.Kind)
 	switch p.Kind {
-	case "ConfigMap":
+	case gatehousev1.KindConfigMap:
 		obj = &corev1.ConfigMap{}
-	case "Secret":
+	case gatehousev1.KindSecret:
 		obj = &corev1.Secret{}
 	case gatehousev1.KindPolicyBundle:
 		obj, gvk = &gatehousev1.PolicyBundle{}, gatehousev1.GroupVersion.WithKind(p.Kind)

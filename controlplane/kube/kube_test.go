@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
@@ -269,7 +270,7 @@ func TestKubernetesSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range list.Items {
-				if it := &list.Items[i]; it.Reason == controlplane.ReasonInvalidExtensionConfig && it.Regarding.Name == "argocd-cm" {
+				if it := &list.Items[i]; it.Reason == gatehousev1.ReasonInvalidExtensionConfig && it.Regarding.Name == "argocd-cm" {
 					ev = it
 				}
 			}
@@ -282,7 +283,7 @@ func TestKubernetesSource(t *testing.T) {
 		}
 		t.Logf("event: %s", ev.Note)
 		describe := e.run("describe", "configmap", "argocd-cm", "-n", ns)
-		if !strings.Contains(describe, controlplane.ReasonInvalidExtensionConfig) {
+		if !strings.Contains(describe, gatehousev1.ReasonInvalidExtensionConfig) {
 			t.Errorf("kubectl describe does not show the problem:\n%s", describe)
 		}
 		if current := c.Current(); current.Version() != first.Version() {

@@ -12,33 +12,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
-
-// Kinds of sources.
-const (
-	KindConfigMap    = "ConfigMap"
-	KindPolicyBundle = "PolicyBundle"
-)
-
-// Reasons of problems. A ConfigMap's are all InvalidPolicy (the Event
-// reason policy ConfigMaps always had); a PolicyBundle's name the failure
-// as its Ready condition does.
-const (
-	ReasonInvalidPolicy = "InvalidPolicy"
-	ReasonInvalidBundle = "InvalidBundle"
-	ReasonConflict      = "Conflict"
-	ReasonCompileFailed = "CompileFailed"
-)
-
-// Problem is something wrong with one source.
-type Problem struct {
-	Kind, Name string
-	Reason     string
-	Message    string
-	// Warning: reported, nothing left out.
-	Warning bool
-}
 
 // Source is one place policy comes from, read.
 type Source struct {
@@ -67,7 +44,7 @@ type Manifest struct {
 // modulePrefix puts a PolicyBundle's files apart from every ConfigMap's:
 // a ConfigMap's name cannot hold a capital letter.
 func modulePrefix(kind, name string) string {
-	if kind == KindPolicyBundle {
+	if kind == gatehousev1.KindPolicyBundle {
 		return "PolicyBundle/" + name + "/"
 	}
 	return name + "/"
@@ -76,9 +53,9 @@ func modulePrefix(kind, name string) string {
 // FromConfigMap reads a policy ConfigMap: each .rego key becomes module
 // "<configmap>/<key>", data.json is its data document, .manifest its
 // manifest. ok is false when the ConfigMap is unreadable and must not ship.
-func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, ok bool) {
-	s := Source{Kind: KindConfigMap, Name: name}
-	var problems []Problem
+func FromConfigMap(name string, data map[string]string) (_ Source, _ []configproblem.Problem, ok bool) {
+	s := Source{Kind: gatehousev1.KindConfigMap, Name: name}
+	var problems []configproblem.Problem
 	ok = true
 	for _, key := range slices.Sorted(maps.Keys(data)) {
 		val := data[key]
@@ -112,8 +89,8 @@ func FromConfigMap(name string, data map[string]string) (_ Source, _ []Problem, 
 	return s, problems, ok
 }
 
-func configMapProblem(name, format string, args ...any) Problem {
-	return Problem{Kind: KindConfigMap, Name: name, Reason: ReasonInvalidPolicy, Message: fmt.Sprintf(format, args...)}
+func configMapProblem(name, format string, args ...any) configproblem.Problem {
+	return configproblem.Problem{Kind: gatehousev1.KindConfigMap, Name: name, Reason: gatehousev1.ReasonInvalidPolicy, Err: fmt.Errorf(format, args...)}
 }
 
 // decodeManifest reads a .manifest as OPA does, keeping what matters here.
@@ -143,8 +120,8 @@ func decodeManifest(raw []byte) (*Manifest, error) {
 // FromTarball is the source of a PolicyBundle's artifact, read with
 // policies.ReadTarball (the caller verified signatures when it fetched).
 func FromTarball(name string, t *policies.Tarball) Source {
-	s := Source{Kind: KindPolicyBundle, Name: name, Data: t.Bundle.Data}
-	prefix := modulePrefix(KindPolicyBundle, name)
+	s := Source{Kind: gatehousev1.KindPolicyBundle, Name: name, Data: t.Bundle.Data}
+	prefix := modulePrefix(gatehousev1.KindPolicyBundle, name)
 	for _, m := range t.Bundle.Modules {
 		s.Modules = append(s.Modules, policies.Module{Path: prefix + m.Path, Source: m.Source})
 	}
@@ -164,20 +141,20 @@ func FromTarball(name string, t *policies.Tarball) Source {
 // version. Revisions join. With no module at all, the default policy reads
 // the merged data. ok is false when the sources conflict: the bundle must
 // not ship.
-func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
+func Assemble(sources []Source) (_ policies.Bundle, _ []configproblem.Problem, ok bool) {
 	sources = slices.Clone(sources)
 	slices.SortFunc(sources, func(a, b Source) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), strings.Compare(a.Name, b.Name))
 	})
-	var problems []Problem
+	var problems []configproblem.Problem
 	ok = true
 	conflict := func(s Source, format string, args ...any) {
 		ok = false
-		reason := ReasonConflict
-		if s.Kind == KindConfigMap {
-			reason = ReasonInvalidPolicy
+		reason := gatehousev1.ReasonConflict
+		if s.Kind == gatehousev1.KindConfigMap {
+			reason = gatehousev1.ReasonInvalidPolicy
 		}
-		problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason, Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, configproblem.Problem{Kind: s.Kind, Name: s.Name, Reason: reason, Err: fmt.Errorf(format, args...)})
 	}
 	b := policies.Bundle{Data: map[string]any{}}
 	for i, s := range sources {
@@ -198,14 +175,14 @@ func Assemble(sources []Source) (_ policies.Bundle, _ []Problem, ok bool) {
 }
 
 func kindOrder(k string) int {
-	if k == KindConfigMap {
+	if k == gatehousev1.KindConfigMap {
 		return 0
 	}
 	return 1
 }
 
 func describe(s Source) string {
-	if s.Kind == KindConfigMap {
+	if s.Kind == gatehousev1.KindConfigMap {
 		return "policy ConfigMap " + s.Name
 	}
 	return "PolicyBundle " + s.Name
@@ -368,7 +345,7 @@ func mergeManifests(sources []Source, out *policies.Manifest, conflict func(Sour
 // will, under limits (their capabilities, and the sandbox the check runs
 // in). Each source gets the compiler's message when it fails. The bundle
 // carries limits' capabilities, for the snapshot.
-func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ policies.Bundle, _ []Problem, ok bool) {
+func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ policies.Bundle, _ []configproblem.Problem, ok bool) {
 	b, problems, ok := Assemble(sources)
 	b.Capabilities = limits.Capabilities
 	if !ok {
@@ -376,12 +353,12 @@ func Compile(ctx context.Context, sources []Source, limits policies.Limits) (_ p
 	}
 	if _, err := limits.CheckSource(ctx, b); err != nil {
 		for _, s := range atFault(sources, err) {
-			reason := ReasonInvalidPolicy
-			if s.Kind == KindPolicyBundle {
-				reason = ReasonCompileFailed
+			reason := gatehousev1.ReasonInvalidPolicy
+			if s.Kind == gatehousev1.KindPolicyBundle {
+				reason = gatehousev1.ReasonCompileFailed
 			}
-			problems = append(problems, Problem{Kind: s.Kind, Name: s.Name, Reason: reason,
-				Message: fmt.Sprintf("the policy is refused, so the last good policy stays in force: %v", err)})
+			problems = append(problems, configproblem.Problem{Kind: s.Kind, Name: s.Name, Reason: reason,
+				Err: fmt.Errorf("the policy is refused, so the last good policy stays in force: %w", err)})
 		}
 		return b, problems, false
 	}

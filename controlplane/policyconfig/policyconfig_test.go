@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -49,11 +50,11 @@ func TestFromConfigMap(t *testing.T) {
 	if m := s.Manifest; m == nil || m.Revision != "7" || len(m.Roots) != 1 || !m.SetsMetadata || m.IsEnforcing() {
 		t.Fatalf("manifest %+v", s.Manifest)
 	}
-	if len(problems) != 1 || !problems[0].Warning || !strings.Contains(problems[0].Message, `"README.md" is ignored`) {
+	if len(problems) != 1 || !problems[0].Warning || !strings.Contains(problems[0].Error(), `"README.md" is ignored`) {
 		t.Fatalf("problems %+v: want one warning about README.md", problems)
 	}
 	for _, bad := range []map[string]string{{"data.json": "{"}, {".manifest": "not json"}} {
-		if _, problems, ok := FromConfigMap("x", bad); ok || len(problems) != 1 || problems[0].Reason != ReasonInvalidPolicy {
+		if _, problems, ok := FromConfigMap("x", bad); ok || len(problems) != 1 || problems[0].Reason != gatehousev1.ReasonInvalidPolicy {
 			t.Errorf("%v: want unreadable, got ok=%v %+v", bad, ok, problems)
 		}
 	}
@@ -189,12 +190,12 @@ func TestAssemble(t *testing.T) {
 				}
 				return
 			}
-			if ok || len(problems) != 1 || problems[0].Name != tc.conflict || !strings.Contains(problems[0].Message, tc.says) {
+			if ok || len(problems) != 1 || problems[0].Name != tc.conflict || !strings.Contains(problems[0].Error(), tc.says) {
 				t.Fatalf("got ok=%v %+v; want one problem on %s saying %q", ok, problems, tc.conflict, tc.says)
 			}
-			want := ReasonConflict
-			if problems[0].Kind == KindConfigMap {
-				want = ReasonInvalidPolicy
+			want := gatehousev1.ReasonConflict
+			if problems[0].Kind == gatehousev1.KindConfigMap {
+				want = gatehousev1.ReasonInvalidPolicy
 			}
 			if problems[0].Reason != want {
 				t.Errorf("reason %s, want %s", problems[0].Reason, want)
@@ -217,7 +218,7 @@ func TestAssembleLeavesSourcesAsRead(t *testing.T) {
 func TestCompileNamesTheFileAndLine(t *testing.T) {
 	s := configMap(t, "broken", map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"})
 	_, problems, ok := Compile(context.Background(), []Source{s}, policies.Limits{})
-	if ok || len(problems) != 1 || !strings.Contains(problems[0].Message, "broken/policy.rego:3") {
+	if ok || len(problems) != 1 || !strings.Contains(problems[0].Error(), "broken/policy.rego:3") {
 		t.Fatalf("got %+v: want the compiler's file:line", problems)
 	}
 }

@@ -72,7 +72,7 @@ func Verify(ctx context.Context, name string, data []byte, key *policies.Verific
 	if !ok {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {
-			msgs = append(msgs, strings.TrimPrefix(p.Message, "the policy does not compile, so the last good policy stays in force: "))
+			msgs = append(msgs, strings.TrimPrefix(p.Error(), "the policy does not compile, so the last good policy stays in force: "))
 		}
 		return nil, errorf(gatehousev1.ReasonCompileFailed, "%s", strings.Join(msgs, "; "))
 	}

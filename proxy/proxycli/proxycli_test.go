@@ -127,7 +127,7 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			var s proxy.State
+			var s sidecar.ProxyState
 			_ = json.NewDecoder(resp.Body).Decode(&s)
 			resp.Body.Close()
 			if s.ServedVersion == version {

@@ -22,7 +22,7 @@ import (
 // the version it serves and the last it refused.
 type standInProxy struct {
 	mu    sync.Mutex
-	state client.ProxyState
+	state sidecar.ProxyState
 	srv   *httptest.Server
 	stuck atomic.Bool // answer 503, as a proxy wedged while loading
 }

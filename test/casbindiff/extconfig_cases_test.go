@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
 // extTricky is a hand-written argocd-cm and what each side makes of it.
@@ -22,10 +23,12 @@ type extTricky struct {
 }
 
 func keyed(name, value string) map[string]string {
-	return map[string]string{extconfig.ConfigKey + "." + name: value}
+	return map[string]string{settings.KeyExtensionConfig + "." + name: value}
 }
 
-func list(value string) map[string]string { return map[string]string{extconfig.ConfigKey: value} }
+func list(value string) map[string]string {
+	return map[string]string{settings.KeyExtensionConfig: value}
+}
 
 func one(url string) string { return "services:\n- url: " + url + "\n" }
 
@@ -47,9 +50,9 @@ var extTrickyCases = []extTricky{
         server: https://some-cluster
 `)},
 	{name: "one name in the list and in its own key", argo: false, cm: map[string]string{
-		extconfig.ConfigKey:            "extensions:\n- name: a\n  backend:\n    " + strings.ReplaceAll(one("http://a"), "\n", "\n    "),
-		extconfig.ConfigKey + ".a":     one("http://b"),
-		extconfig.ConfigKey + ".other": one("http://c"),
+		settings.KeyExtensionConfig:            "extensions:\n- name: a\n  backend:\n    " + strings.ReplaceAll(one("http://a"), "\n", "\n    "),
+		settings.KeyExtensionConfig + ".a":     one("http://b"),
+		settings.KeyExtensionConfig + ".other": one("http://c"),
 	}, served: []string{"other"}},
 	{name: "a name with a dot", cm: keyed("a.b", one("http://a"))},
 	{name: "a name with a space in the list", cm: list("extensions:\n- name: a b\n  backend: {services: [{url: 'http://a'}]}\n- name: ok\n  backend: {services: [{url: 'http://a'}]}\n"), served: []string{"ok"}},
@@ -110,9 +113,9 @@ var extTrickyCases = []extTricky{
 	{name: "a key given twice", cm: keyed("a", one("http://a")+one("http://b"))},
 	{name: "an empty value", cm: keyed("a", "")},
 	{name: "an empty list", argo: true, cm: list("")},
-	{name: "extension.config. is the list to Argo CD", argo: true, cm: map[string]string{extconfig.ConfigKey + ".": "extensions:\n- name: a\n  backend: {services: [{url: 'http://a'}]}\n"}},
-	{name: "extension.configa is extension a to Argo CD", argo: true, cm: map[string]string{extconfig.ConfigKey + "a": one("http://a")}},
-	{name: "extension.config..a", cm: map[string]string{extconfig.ConfigKey + "..a": one("http://a")}},
+	{name: "extension.config. is the list to Argo CD", argo: true, cm: map[string]string{settings.KeyExtensionConfig + ".": "extensions:\n- name: a\n  backend: {services: [{url: 'http://a'}]}\n"}},
+	{name: "extension.configa is extension a to Argo CD", argo: true, cm: map[string]string{settings.KeyExtensionConfig + "a": one("http://a")}},
+	{name: "extension.config..a", cm: map[string]string{settings.KeyExtensionConfig + "..a": one("http://a")}},
 	{name: "a url with a path, a query and a fragment", argo: true, served: []string{"a"}, cm: keyed("a", one("'HTTP://Host:80/base?q=1#f'"))},
 	{name: "a url without a host", argo: true, cm: keyed("a", one("foo"))},
 	{name: "a url that does not parse", cm: keyed("a", one("'http://[::1'"))},
@@ -324,37 +327,37 @@ func randomExtConfig(rng *rand.Rand) map[string]string {
 			entries = append(entries, randomExtLevel(rng, e))
 		}
 		if chance(rng, 20) {
-			cm[extconfig.ConfigKey] = ""
+			cm[settings.KeyExtensionConfig] = ""
 		} else {
-			cm[extconfig.ConfigKey] = y{{"extensions", entries}}.String()
+			cm[settings.KeyExtensionConfig] = y{{"extensions", entries}}.String()
 		}
 	}
 	for range rng.IntN(3) {
-		key := extconfig.ConfigKey + "."
+		key := settings.KeyExtensionConfig + "."
 		switch rng.IntN(20) {
 		case 0:
-			key = extconfig.ConfigKey // no dot
+			key = settings.KeyExtensionConfig // no dot
 		case 1:
 			key += "."
 		case 2:
 			key += "a.b"
 		case 3:
-			key = extconfig.ConfigKey + "." // the list, again
-			if _, ok := cm[extconfig.ConfigKey]; ok {
+			key = settings.KeyExtensionConfig + "." // the list, again
+			if _, ok := cm[settings.KeyExtensionConfig]; ok {
 				continue // which one Argo CD reads is chance
 			}
 			cm[key] = y{{"extensions", []any{y{{"name", "dotlist"}, {"backend", randomBackend(rng)}}}}}.String()
 			continue
 		}
 		name := pick(rng, "metrics", "logs", "keyed", "keyed2", "x_y")
-		if key == extconfig.ConfigKey {
+		if key == settings.KeyExtensionConfig {
 			key += name
-			if _, ok := cm[extconfig.ConfigKey+"."+name]; ok {
+			if _, ok := cm[settings.KeyExtensionConfig+"."+name]; ok {
 				continue
 			}
 		} else if strings.HasSuffix(key, ".") {
 			key += name
-			if _, ok := cm[extconfig.ConfigKey+name]; ok {
+			if _, ok := cm[settings.KeyExtensionConfig+name]; ok {
 				continue
 			}
 		}

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/extconfig"
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
@@ -91,7 +93,7 @@ const (
 // extFixture is every Secret of the control-plane namespace, as both sides
 // see them.
 var extFixture = []argoSecret{
-	{Name: extconfig.ArgoCDSecret, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}, Data: map[string]string{
+	{Name: settings.ArgoCDSecret, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}, Data: map[string]string{
 		"server.secretkey": "signing-key", "token": "s3cr3t", "spaced": "  padded \n", "empty": "", "blank": " \n",
 		"nl": "a\nb", "url": "http://from-secret:8080", "dur": "5s", "name": "fromsecret", "cluster": "prod",
 	}},
@@ -422,7 +424,7 @@ func (c *extCompare) servesWhatArgoServes() {
 	}
 }
 
-func exceptionOf(p extconfig.Problem) string {
+func exceptionOf(p configproblem.Problem) string {
 	for _, x := range exceptions {
 		if x.warning == p.Warning && x.pattern.MatchString(p.Error()) {
 			return x.name
@@ -450,28 +452,28 @@ func (c *extCompare) serves(name string) bool {
 // problems are Gatehouse's Problems about entry e: of its key, naming it
 // (by its name, its position, or the name as written) or the whole key,
 // and duplicates of its name.
-func (c *extCompare) problems(e argoEntry, warning bool) []extconfig.Problem {
-	sources := map[string]bool{}
+func (c *extCompare) problems(e argoEntry, warning bool) []configproblem.Problem {
+	keys := map[string]bool{}
 	for k := range c.cm {
-		if rest, ok := strings.CutPrefix(k, extconfig.ConfigKey); ok && strings.TrimPrefix(rest, ".") == e.Key {
-			sources[fmt.Sprintf("ConfigMap %s key %q", extconfig.ArgoCDConfigMap, k)] = true
+		if rest, ok := strings.CutPrefix(k, settings.KeyExtensionConfig); ok && strings.TrimPrefix(rest, ".") == e.Key {
+			keys[k] = true
 		}
 	}
 	names := map[string]bool{e.Name: true, "": true}
 	if e.Index >= 0 {
 		names[fmt.Sprintf("extensions[%d]", e.Index)] = true
 		for k := range c.cm {
-			if strings.TrimPrefix(strings.TrimPrefix(k, extconfig.ConfigKey), ".") == e.Key {
+			if strings.TrimPrefix(strings.TrimPrefix(k, settings.KeyExtensionConfig), ".") == e.Key {
 				names[writtenName(c.cm[k], e.Index)] = true
 			}
 		}
 	}
-	var out []extconfig.Problem
+	var out []configproblem.Problem
 	for _, p := range c.res.Problems {
 		if p.Warning != warning || !names[p.Extension] {
 			continue
 		}
-		if sources[p.Source] || p.Source == "ConfigMap "+extconfig.ArgoCDConfigMap && p.Extension != "" {
+		if p.Name == settings.ArgoCDConfigMap && (keys[p.Key] || p.Key == "" && p.Extension != "") {
 			out = append(out, p)
 		}
 	}
@@ -493,7 +495,7 @@ func writtenName(list string, index int) string {
 }
 
 func describeEntry(e argoEntry) string {
-	key := extconfig.ConfigKey
+	key := settings.KeyExtensionConfig
 	if e.Key != "" {
 		key += "." + e.Key
 	}
@@ -514,7 +516,7 @@ func describeCM(cm map[string]string) string {
 	return b.String()
 }
 
-func describeProblems(ps []extconfig.Problem) string {
+func describeProblems(ps []configproblem.Problem) string {
 	var b strings.Builder
 	for _, p := range ps {
 		fmt.Fprintf(&b, "  %v\n", p)

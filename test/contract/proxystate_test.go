@@ -3,43 +3,39 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/agent/client"
-	"github.com/gatehouse-dev/gatehouse/proxy"
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
-// TestProxyStateMatchesTheAgent: the proxy's admin state (proxy.State) and
-// what the agent's --confirm-url reads (client.ProxyState) are one JSON
-// document. The proxy may not import the agent's client (it links gRPC),
-// so the two types are kept in step here: the same JSON fields, and a
-// state the proxy writes reads back whole, strictly, in the agent.
-func TestProxyStateMatchesTheAgent(t *testing.T) {
-	fields := func(v any) map[string]string {
-		out := map[string]string{}
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			f := rt.Field(i)
-			out[f.Tag.Get("json")] = f.Type.String()
+// TestProxyStateWireFormat: the proxy's admin state and what the agent's
+// --confirm-url reads are one type, sidecar.ProxyState (the proxy may not
+// import the agent, nor the agent the proxy). Its JSON is pinned here: a
+// proxy and an agent of different releases may meet in one Pod, and an
+// empty rejection is left out.
+func TestProxyStateWireFormat(t *testing.T) {
+	tests := []struct {
+		state sidecar.ProxyState
+		json  string
+	}{
+		{sidecar.ProxyState{ServedVersion: "v2", RejectedVersion: "v3", RejectedReason: "policy: does not compile"},
+			`{"servedVersion":"v2","rejectedVersion":"v3","rejectedReason":"policy: does not compile"}`},
+		{sidecar.ProxyState{ServedVersion: "v2"}, `{"servedVersion":"v2"}`},
+		{sidecar.ProxyState{}, `{"servedVersion":""}`},
+	}
+	for _, tt := range tests {
+		raw, err := json.Marshal(tt.state)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
-	}
-	if p, a := fields(proxy.State{}), fields(client.ProxyState{}); !reflect.DeepEqual(p, a) {
-		t.Fatalf("proxy.State's JSON fields %v, the agent's ProxyState %v: change both together", p, a)
-	}
-	written := proxy.State{ServedVersion: "v2", RejectedVersion: "v3", RejectedReason: "policy: does not compile"}
-	raw, err := json.Marshal(written)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var read client.ProxyState
-	if err := dec.Decode(&read); err != nil {
-		t.Fatalf("the agent cannot read the proxy's state %s: %v", raw, err)
-	}
-	if read.ServedVersion != written.ServedVersion || read.RejectedVersion != written.RejectedVersion || read.RejectedReason != written.RejectedReason {
-		t.Fatalf("the agent read %+v from %s", read, raw)
+		if string(raw) != tt.json {
+			t.Errorf("the proxy writes %s, want %s", raw, tt.json)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		var read sidecar.ProxyState
+		if err := dec.Decode(&read); err != nil || read != tt.state {
+			t.Errorf("the agent reads %+v (%v) from %s, want %+v", read, err, raw, tt.state)
+		}
 	}
 }

@@ -137,7 +137,7 @@ func (p *proxyProc) waitServed(t *testing.T, version string) time.Time {
 		if err != nil {
 			continue
 		}
-		var s proxy.State
+		var s sidecar.ProxyState
 		_ = json.NewDecoder(resp.Body).Decode(&s)
 		_ = resp.Body.Close()
 		if s.ServedVersion == version {

@@ -6,15 +6,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/nspattern"
 )
 
-// ConfigMap names and keys Argo CD reads its settings from.
-const (
-	CmdParamsConfigMap       = "argocd-cmd-params-cm"
-	ArgoCDConfigMap          = "argocd-cm"
-	KeyApplicationNamespaces = "application.namespaces"
-	KeyTrackingMethod        = "application.resourceTrackingMethod"
-	DefaultNamespace         = "argocd"
-)
-
 // TrackingMethod is how Argo CD marks the resources it manages.
 type TrackingMethod string
 

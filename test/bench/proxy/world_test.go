@@ -349,7 +349,7 @@ func (g *gatehouseProc) waitServed(version string, limit time.Duration) error {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(g.admin + proxy.StatePath)
 		if err == nil {
-			var s proxy.State
+			var s sidecar.ProxyState
 			_ = json.NewDecoder(resp.Body).Decode(&s)
 			_ = resp.Body.Close()
 			if s.ServedVersion == version {
