@@ -107,7 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
-	o.Memory.AddFlags(fs, DefaultMemoryLimit, DefaultGCPercent)
+	o.Memory.AddFlags(fs, defaultMemoryLimit, defaultGCPercent)
 	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
 	o.ArgoCD.AddFlags(fs)
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
