@@ -120,10 +120,10 @@ func newStreams(p *Proxy, c clock) *streams {
 	return &streams{p: p, clock: c, open: map[*stream]struct{}{}}
 }
 
-// add registers the exchange allowed by g, whose response body is body (a WebSocket's
-// if websocket: the backend's connection). It is decided again at once if
-// a snapshot was served since its decision, and ends at its token's
-// expiry.
+// add registers the exchange allowed by g, whose response body is body (a
+// WebSocket's if websocket: the backend's connection). It is decided again
+// at once if a snapshot was served since its decision, and ends at its
+// token's expiry.
 func (s *streams) add(g grant, body io.Closer, websocket bool) *stream {
 	st := &stream{p: s.p, g: g, body: body, websocket: websocket}
 	// The stages parsed and checked all of these already.
