@@ -2,18 +2,8 @@ package proxy
 
 import (
 	"log/slog"
-	"net/http"
 	"time"
 )
-
-// access is what the access log says of a request beyond its method,
-// path and answer, filled in by serve as it learns each part.
-type access struct {
-	userID, username                string
-	namespace, application, project string
-	backend                         string // host:port of the backend URL that answered
-	answer                          string // the kind of the proxy's own answer; empty when the backend answered
-}
 
 // maxLoggedPath bounds the path in an access log line: a client chooses it.
 const maxLoggedPath = 512
@@ -24,8 +14,10 @@ const maxLoggedPath = 512
 // the path as the client sent it, escaped, and cut at maxLoggedPath bytes.
 // For a WebSocket, the line comes when the connection closes, with status
 // 101 and the session's length.
-func (p *Proxy) logAccess(r *http.Request, rw *responseWriter, extension string, took time.Duration) {
+// Every field comes from the exchange, as its stages left it.
+func (p *Proxy) logAccess(x *exchange, extension string, took time.Duration) {
 	l := p.o.AccessLog
+	r, rw := x.r, &x.w
 	ctx := r.Context()
 	if !l.Enabled(ctx, slog.LevelInfo) {
 		return
@@ -34,7 +26,6 @@ func (p *Proxy) logAccess(r *http.Request, rw *responseWriter, extension string,
 	if len(path) > maxLoggedPath {
 		path = path[:maxLoggedPath] + "..."
 	}
-	a := &rw.acc
 	attrs := make([]slog.Attr, 0, 14)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
@@ -45,20 +36,34 @@ func (p *Proxy) logAccess(r *http.Request, rw *responseWriter, extension string,
 		slog.Duration("took", took),
 		slog.String("remote", r.RemoteAddr),
 	)
-	if a.userID != "" {
-		attrs = append(attrs, slog.String("user", a.userID))
+	if id := x.id; id != nil {
+		if id.UserID != "" {
+			attrs = append(attrs, slog.String("user", id.UserID))
+		}
+		if id.Username != "" && id.Username != id.UserID {
+			attrs = append(attrs, slog.String("username", id.Username))
+		}
 	}
-	if a.username != "" && a.username != a.userID {
-		attrs = append(attrs, slog.String("username", a.username))
+	// As the client named it, known or not.
+	if ref := x.ref; ref.name != "" {
+		attrs = append(attrs, slog.String("application", ref.namespace+"/"+ref.name), slog.String("project", ref.project))
 	}
-	if a.application != "" {
-		attrs = append(attrs, slog.String("application", a.namespace+"/"+a.application), slog.String("project", a.project))
+	if x.forwarded && x.up != nil {
+		attrs = append(attrs, slog.String("backend", x.up.url.Host))
 	}
-	if a.backend != "" {
-		attrs = append(attrs, slog.String("backend", a.backend))
-	}
-	if a.answer != "" {
-		attrs = append(attrs, slog.String("answer", a.answer))
+	if answer := x.logAnswer(); answer != "" {
+		attrs = append(attrs, slog.String("answer", answer))
 	}
 	l.LogAttrs(ctx, slog.LevelInfo, "extension request", attrs...)
+}
+
+// logAnswer is the access log's answer: why the proxy ended a stream, else
+// the kind of its own refusal; "" when the backend answered.
+func (x *exchange) logAnswer() string {
+	if st := x.w.stream; st != nil {
+		if reason := st.ended(); reason != "" {
+			return "ended: " + string(reason)
+		}
+	}
+	return x.answer
 }

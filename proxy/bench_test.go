@@ -84,8 +84,8 @@ func benchmarkStreamSweep(b *testing.B, opts ...func(*Options)) {
 		r.Header.Set("Authorization", "Bearer "+tok)
 		r.Header.Set("Argocd-Application-Name", "team-a:web")
 		r.Header.Set("Argocd-Project-Name", "team-a")
-		rw := &responseWriter{p: e.p, grant: grant{table: t0, req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
-		streams = append(streams, e.p.streams.add(rw, io.NopCloser(nil), false))
+		g := grant{table: t0, req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}
+		streams = append(streams, e.p.streams.add(g, io.NopCloser(nil), false))
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,6 +14,11 @@ type problem struct {
 	reason string
 	// retryAfter, when positive, is sent as Retry-After (seconds).
 	retryAfter int
+	// limit, when set, is the limit that refused the request, and
+	// backendError the kind of a request the backend did not answer: the
+	// label of their counters.
+	limit        limitKind
+	backendError string
 }
 
 // errorBody is the JSON body of every response the proxy writes itself.
@@ -27,10 +32,26 @@ func (p *problem) body() []byte {
 	return append(b, '\n')
 }
 
-func (p *problem) write(w http.ResponseWriter) {
-	if rw, ok := w.(*responseWriter); ok {
-		rw.acc.answer = p.kind
+// refuse is the one place a refusal is answered, whichever stage refused
+// and whether before goproxy or in its response hook: its counter, what
+// the access log says (answer), and the response. After it the writer
+// takes nothing more: goproxy, answering a request whose backend failed,
+// writes nothing of its own.
+func (x *exchange) refuse(prob *problem) {
+	m := x.p.m
+	switch {
+	case prob.limit != "":
+		m.limited.WithLabelValues(x.label(), string(prob.limit)).Inc()
+	case prob.backendError != "":
+		m.backendErrors.WithLabelValues(x.label(), prob.backendError).Inc()
 	}
+	x.answer = prob.kind
+	prob.write(&x.w)
+	x.w.refused = true
+}
+
+// write sends prob as the response.
+func (p *problem) write(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Cache-Control"] = []string{"no-store"}

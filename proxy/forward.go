@@ -1,15 +1,15 @@
 package proxy
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,38 +19,19 @@ import (
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
 )
 
-// exchange is one request on its way to a backend: what the handler worked
-// out, for goproxy's hooks and round tripper.
-type exchange struct {
-	p             *Proxy
-	ext           *extension
-	svc           *service
-	up            *upstream
-	route         route
-	identity      headers.Identity
-	policyHeaders map[string]string
-	websocket     bool
-	body          *clientBody
-	w             *responseWriter
-	// header is the backend request's header map, from headerMaps.
-	header http.Header
-	// From the client's request, for X-Forwarded-*.
-	clientAddr, clientHost string
-	clientTLS              bool
-	// cookies is where the backend's cookies may apply.
-	cookies headers.CookieScope
-	// clientGone reports whether the client's request was canceled.
-	clientGone func() error
-	// err is the round trip's error, if any.
-	err error
-}
-
+// exchangeKey carries the exchange in the backend request's context, from
+// forward to bind: goproxy makes its ProxyCtx inside its ServeHTTP and
+// gives its hooks only that and the request, so the request is the one
+// way in. bind reads it once and hands the exchange to goproxy's own
+// per-request slots (UserData, RoundTripper).
 type exchangeKey struct{}
 
-// newForwarder is goproxy set up as a reverse proxy: the handler gives it
-// requests whose URL is the backend's, and its hooks apply the header policy
-// and choose the connection pool. Requests that are not absolute (none of
-// ours) and CONNECT (refused earlier) never reach its other paths.
+// newForwarder is goproxy set up as a reverse proxy, and as nothing more
+// than the transport: forward gives it requests ready to send, whose URL is
+// the backend's; its request hook binds the exchange as the round tripper,
+// its response hook applies the response header policy. Requests that are
+// not absolute (none of ours) and CONNECT (refused by the route stage)
+// never reach its other paths.
 func (p *Proxy) newForwarder() *goproxy.ProxyHttpServer {
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = goproxyLogger{p.log}
@@ -61,10 +42,15 @@ func (p *Proxy) newForwarder() *goproxy.ProxyHttpServer {
 	gp.KeepDestinationHeaders = true
 	gp.Tr = nil // every request has its own round tripper (exchange)
 	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		(&problem{status: http.StatusInternalServerError, kind: "internal error", reason: "a request reached the forwarder without a backend"}).write(w)
+		prob := &problem{status: http.StatusInternalServerError, kind: "internal error", reason: "a request reached the forwarder without a backend"}
+		if rw, ok := w.(*responseWriter); ok {
+			rw.x.refuse(prob)
+			return
+		}
+		prob.write(w)
 	})
-	gp.OnRequest().DoFunc(p.onRequest)
-	gp.OnResponse().DoFunc(p.onResponse)
+	gp.OnRequest().DoFunc(bind)
+	gp.OnResponse().DoFunc(onResponse)
 	return gp
 }
 
@@ -78,38 +64,78 @@ func (l goproxyLogger) Printf(format string, v ...any) {
 	}
 }
 
-// forward sends r to the exchange's service through goproxy and streams the
-// answer back.
-func (p *Proxy) forward(rw *responseWriter, r *http.Request, x *exchange) {
+// forward is the last stage: it refuses a body declared larger than the
+// proxy accepts, makes the backend request (URL, header policy, body
+// bounds) and hands it to goproxy, which answers the client. A request the
+// backend does not answer is refused in the response hook (failure).
+func (x *exchange) forward() *problem {
+	p := x.p
+	r := x.r
+	if p.o.MaxRequestBodyBytes > 0 && r.ContentLength > p.o.MaxRequestBodyBytes {
+		return tooLarge(p.o.MaxRequestBodyBytes)
+	}
 	ctx := r.Context()
-	x.clientGone = ctx.Err
-	x.w = rw
 	if x.ext.requestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, x.ext.requestTimeout)
 		defer cancel()
-		rw.deadline, _ = ctx.Deadline()
+		x.w.deadline, _ = ctx.Deadline()
 	}
-	x.up = pick(x.svc.upstreams, &x.svc.next, time.Now())
-	out := r.WithContext(context.WithValue(ctx, exchangeKey{}, x))
+	out := x.backendRequest(context.WithValue(ctx, exchangeKey{}, x))
+	x.forwarded = true
+	x.svc.transport.acquire()
+	defer x.svc.transport.release()
+	p.gp.ServeHTTP(&x.w, out)
+	x.releaseHeader()
+	if rw := &x.w; rw.hijacked != nil {
+		if rw.stopDeadline != nil {
+			rw.stopDeadline.Stop()
+		}
+		p.untrack(rw.hijacked)
+	}
+	return nil
+}
+
+// backendRequest is the client's request as the backend gets it: at the
+// chosen URL, with the header policy applied (package headers), the body
+// bounded in size and time, and the trailers that may cross.
+func (x *exchange) backendRequest(ctx context.Context) *http.Request {
+	r := x.r
+	out := r.WithContext(ctx)
 	out.URL = x.backendURL(x.up, r.URL.RawQuery)
 	out.Host = ""
 	// The client's "Connection: close" is of its own hop (net/http turns it
 	// into Close); the backend connection is the pool's, kept alive.
 	out.Close = false
 	if r.Body != nil && r.Body != http.NoBody {
-		x.body = &clientBody{r: r.Body, rc: http.NewResponseController(rw.ResponseWriter), timeout: p.o.ClientBodyTimeout, limit: p.o.MaxRequestBodyBytes}
+		x.body = &clientBody{r: r.Body, rc: http.NewResponseController(x.w.ResponseWriter), timeout: x.p.o.ClientBodyTimeout, limit: x.p.o.MaxRequestBodyBytes}
 		out.Body = x.body
 	}
-	x.svc.transport.acquire()
-	defer x.svc.transport.release()
-	p.gp.ServeHTTP(rw, out)
-	x.releaseHeader()
-	if rw.hijacked != nil {
-		if rw.stopDeadline != nil {
-			rw.stopDeadline.Stop()
-		}
-		p.untrack(rw.hijacked)
+	x.setIdentity()
+	x.cookies = headers.CookieScope{Extension: x.ext.name, RequestPath: r.URL.EscapedPath()}
+	x.header = headerMaps.Get().(http.Header)
+	out.Header = headers.Request(r.Header, &headers.Outgoing{
+		WebSocket: x.websocket, RemoteAddr: r.RemoteAddr, Host: r.Host, TLS: r.TLS != nil,
+		Configured: x.svc.headers, Policy: x.policyHeaders, Identity: &x.identity,
+	}, x.header)
+	filterRequestTrailers(out)
+	return out
+}
+
+// setIdentity fills the identity headers' values. Argocd-Namespace is Argo
+// CD's control-plane namespace, as Argo CD's extension proxy sends it
+// (server/extension prepareRequest), not the Application's: that is in
+// Argocd-Application-Name.
+func (x *exchange) setIdentity() {
+	id := x.id
+	x.identity = headers.Identity{Username: id.Username, UserID: id.UserID, Groups: id.Groups, Namespace: x.t.argocdNamespace}
+	if x.ext.system {
+		return
+	}
+	x.identity.Application = x.ref.namespace + ":" + x.ref.name
+	x.identity.Project = x.ref.project
+	if cl := x.target.Cluster; cl != nil {
+		x.identity.ClusterName, x.identity.ClusterURL = cl.Name, cl.Server
 	}
 }
 
@@ -125,21 +151,16 @@ func (x *exchange) backendURL(up *upstream, rawQuery string) *url.URL {
 	return &url.URL{Scheme: up.url.Scheme, Host: up.url.Host, Path: decoded, RawPath: escaped, RawQuery: rawQuery}
 }
 
-// onRequest is goproxy's request hook: the header policy, and the
-// exchange as the round tripper.
-func (p *Proxy) onRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+// bind is goproxy's request hook: it takes the exchange from the request,
+// the one hand-off (exchangeKey), and makes it the round tripper and the
+// response hook's UserData.
+func bind(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	x, ok := r.Context().Value(exchangeKey{}).(*exchange)
 	if !ok {
 		return r, goproxy.NewResponse(r, "application/json", http.StatusInternalServerError, "")
 	}
 	ctx.UserData = x
 	ctx.RoundTripper = x
-	x.header = headerMaps.Get().(http.Header)
-	r.Header = headers.Request(r.Header, &headers.Outgoing{
-		WebSocket: x.websocket, RemoteAddr: x.clientAddr, Host: x.clientHost, TLS: x.clientTLS,
-		Configured: x.svc.headers, Policy: x.policyHeaders, Identity: &x.identity,
-	}, x.header)
-	filterRequestTrailers(r)
 	return r, nil
 }
 
@@ -185,8 +206,8 @@ func (x *exchange) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Resp
 }
 
 // onResponse is goproxy's response hook: the response header policy, and
-// an answer of the proxy's own when there is no response.
-func (p *Proxy) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+// the proxy's own refusal when there is no response to pass on.
+func onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	x, ok := ctx.UserData.(*exchange)
 	if !ok {
 		return resp
@@ -230,50 +251,51 @@ func streaming(resp *http.Response) bool {
 	return resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 }
 
-// failure turns a round trip's error into the proxy's answer: 413 or 408
-// when the client's body was too large or too slow, 504 when the backend ran
-// out of time, 502 when it could not be reached or broke the connection.
-// The details go to the log, not to the user.
+// failure refuses a request the backend did not answer (refuse writes
+// the answer) and gives goproxy an empty response in its place, of which
+// the writer takes nothing.
 func (x *exchange) failure(req *http.Request, err error) *http.Response {
-	var prob *problem
-	kind := "unreachable"
-	timeout := x.ext.requestTimeout
-	if timeout == 0 {
-		timeout = x.p.o.HeaderTimeout
+	prob := x.backendProblem(err)
+	x.refuse(prob)
+	if prob.backendError != "canceled" { // the client went away: nobody to tell
+		x.p.log.Warn("no response from backend", "extension", x.ext.name, "backend", x.up.url.Host, "kind", prob.backendError, "error", err)
 	}
+	return &http.Response{StatusCode: x.w.code(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Body: http.NoBody, Request: req}
+}
+
+// backendProblem is the answer to a request the backend did not answer:
+// 413 or 408 when the client's body was too large or too slow, 504 when
+// the backend ran out of time, 502 when it could not be reached or broke
+// the connection. The details go to the log (failure), not to the user.
+func (x *exchange) backendProblem(err error) *problem {
+	var prob *problem
+	timeout := cmp.Or(x.ext.requestTimeout, x.p.o.HeaderTimeout)
 	switch {
 	case x.body != nil && errors.Is(x.body.failure(), errBodyTooLarge):
-		kind, prob = "too_large", tooLarge(x.body.limit)
+		prob = tooLarge(x.body.limit)
+		prob.backendError = "too_large"
 	case x.body != nil && errors.Is(x.body.failure(), errClientTimeout):
-		kind = "client_timeout"
-		prob = &problem{status: http.StatusRequestTimeout, kind: "request timeout",
+		prob = &problem{status: http.StatusRequestTimeout, kind: "request timeout", backendError: "client_timeout",
 			reason: "the request body arrived too slowly (nothing for " + timeout.String() + "): send it again"}
-	case x.clientGone() != nil:
-		kind = "canceled"
-		prob = &problem{status: 499, kind: "canceled", reason: "the client closed the request"}
+	case x.r.Context().Err() != nil:
+		prob = &problem{status: 499, kind: "canceled", reason: "the client closed the request", backendError: "canceled"}
 	case isDialError(err):
-		prob = &problem{status: http.StatusBadGateway, kind: "bad gateway",
+		prob = &problem{status: http.StatusBadGateway, kind: "bad gateway", backendError: "unreachable",
 			reason: "the extension's backend is unreachable: try again later, or tell your Argo CD administrator"}
 	case isTimeout(err):
-		kind = "timeout"
-		prob = &problem{status: http.StatusGatewayTimeout, kind: "gateway timeout",
+		prob = &problem{status: http.StatusGatewayTimeout, kind: "gateway timeout", backendError: "timeout",
 			reason: "the extension's backend did not answer within " + timeout.String()}
 	default:
-		kind = "failed"
-		prob = &problem{status: http.StatusBadGateway, kind: "bad gateway",
+		prob = &problem{status: http.StatusBadGateway, kind: "bad gateway", backendError: "failed",
 			reason: "the extension's backend failed to answer: try again later, or tell your Argo CD administrator"}
 	}
-	x.p.m.backendErrors.WithLabelValues(x.ext.name, kind).Inc()
-	x.w.acc.answer = prob.kind
-	if kind != "canceled" {
-		x.p.log.Warn("no response from backend", "extension", x.ext.name, "backend", x.up.url.Host, "kind", kind, "error", err)
-	}
-	body := prob.body()
-	h := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": {"nosniff"}}
-	return &http.Response{
-		StatusCode: prob.status, Status: http.StatusText(prob.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-	}
+	return prob
+}
+
+// tooLarge is the answer to a body larger than the proxy accepts.
+func tooLarge(limit int64) *problem {
+	return &problem{status: http.StatusRequestEntityTooLarge, kind: "request too large",
+		reason: "the request body is larger than the " + strconv.FormatInt(limit, 10) + " bytes the proxy accepts"}
 }
 
 func isDialError(err error) bool {

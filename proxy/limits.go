@@ -3,6 +3,7 @@ package proxy
 import (
 	"hash/maphash"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,31 @@ const (
 	limitExtension   limitKind = "extension"
 	limitConcurrency limitKind = "concurrency"
 )
+
+// limit is the stage that holds a request to its extension's limits; the
+// place in flight it takes is given back when the request ends (run).
+func (x *exchange) limit() *problem {
+	l := x.ext.limits
+	if refused, wait := l.admit(x.id.UserID, x.start); refused != "" {
+		return limited(refused, wait)
+	}
+	x.admitted = l
+	return nil
+}
+
+// limited is the answer to a request a limit refused.
+func limited(kind limitKind, wait time.Duration) *problem {
+	switch kind {
+	case limitConcurrency:
+		return &problem{status: http.StatusServiceUnavailable, kind: "overloaded", limit: kind,
+			reason: "the extension is serving as many requests as it may at once: try again shortly", retryAfter: retryAfter(wait)}
+	case limitUser:
+		return &problem{status: http.StatusTooManyRequests, kind: "rate limited", limit: kind,
+			reason: "you are sending this extension requests faster than it allows: wait and try again", retryAfter: retryAfter(wait)}
+	}
+	return &problem{status: http.StatusTooManyRequests, kind: "rate limited", limit: kind,
+		reason: "the extension is receiving more requests than it allows: wait and try again", retryAfter: retryAfter(wait)}
+}
 
 // admit takes a token from the user's and the extension's buckets and a
 // place among the requests in flight. It returns what refused the request

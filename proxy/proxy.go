@@ -143,10 +143,6 @@ func New(o Options) (*Proxy, error) {
 	return p, nil
 }
 
-// Ready reports whether a snapshot is served and the proxy is not shutting
-// down.
-func (p *Proxy) Ready() bool { return p.table.Load() != nil && !p.closing.Load() }
-
 // Run loads the snapshot on the volume and every new version the agent
 // writes, until ctx ends. A version that does not load is refused (State
 // says why) and the previous one keeps serving.

@@ -26,6 +26,20 @@ type route struct {
 	rest      string
 }
 
+// routeRequest is the stage that reads the extension and the rest of the
+// path a request is for, once the proxy serves a snapshot.
+func (x *exchange) routeRequest() *problem {
+	if x.t == nil {
+		return &problem{status: http.StatusServiceUnavailable, kind: "unavailable", reason: "the proxy has not loaded its configuration yet: try again shortly", retryAfter: 1}
+	}
+	if x.r.Method == http.MethodConnect {
+		return &problem{status: http.StatusMethodNotAllowed, kind: "method not allowed", reason: "this is a reverse proxy for Argo CD extensions, not a forward proxy"}
+	}
+	var prob *problem
+	x.route, prob = parsePath(x.r.URL.EscapedPath())
+	return prob
+}
+
 // parsePath splits an escaped request path into the extension and the rest.
 func parsePath(escaped string) (route, *problem) {
 	for _, prefix := range prefixes {

@@ -30,27 +30,31 @@ import (
 //     the proxy can close the WebSocket with a frame of its own.
 //   - watch registers a response that streams (streams.go), which a new
 //     snapshot or the token's expiry can end.
+//
+// After a refusal (exchange.refuse) it takes nothing more: goproxy, given an
+// empty response for a request the backend did not answer, writes nothing
+// of its own.
 type responseWriter struct {
 	http.ResponseWriter
-	p         *Proxy
+	x         *exchange // whose response this is
 	status    int
 	flushEach bool
+	refused   bool
 	// deadline bounds a hijacked connection (the request's timeout).
 	deadline     time.Time
 	hijacked     net.Conn
 	stopDeadline *time.Timer
-	// bytes is the body written to the client; acc what the access log
-	// says of the request.
+	// bytes is the body written to the client.
 	bytes int64
-	acc   access
-	// grant is what serve allowed the request with; stream is the
-	// exchange registered, when the response turned out to be a stream
-	// (streams.go).
-	grant  grant
+	// stream is the exchange registered, when the response turned out to
+	// be a stream (streams.go).
 	stream *stream
 }
 
 func (w *responseWriter) WriteHeader(code int) {
+	if w.refused {
+		return
+	}
 	if w.status == 0 || w.status < 200 {
 		w.status = code
 	}
@@ -58,6 +62,9 @@ func (w *responseWriter) WriteHeader(code int) {
 }
 
 func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.refused {
+		return len(b), nil
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -109,7 +116,7 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	_ = conn.SetDeadline(time.Time{})
 	ws := newWSConn(conn)
 	w.hijacked = ws
-	w.p.track(ws)
+	w.x.p.track(ws)
 	if !w.deadline.IsZero() {
 		w.stopDeadline = time.AfterFunc(time.Until(w.deadline), func() { _ = conn.Close() })
 	}
@@ -126,8 +133,9 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // connection, for a WebSocket.
 func (w *responseWriter) watch(resp *http.Response) {
 	switching := resp.StatusCode == http.StatusSwitchingProtocols
-	if w.grant.req != nil && (switching || streaming(resp) || resp.ContentLength > longBody) {
-		w.stream = w.p.streams.add(w, resp.Body, switching)
+	if switching || streaming(resp) || resp.ContentLength > longBody {
+		x := w.x
+		w.stream = x.p.streams.add(grant{table: x.t, req: x.r, id: x.id, headers: x.policyHeaders}, resp.Body, switching)
 	}
 }
 

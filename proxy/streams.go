@@ -61,9 +61,8 @@ const longBody = 1 << 20
 // to fetch SSO keys, a slow policy. Past it the stream ends (fail closed).
 const recheckTimeout = 5 * time.Second
 
-// grant is what serve allowed a request with, kept in its responseWriter
-// for the case it turns out to be a stream: four words, so a request that
-// is not one pays next to nothing; the rest is worked out again from the
+// grant is what the stages allowed a request with, taken from its exchange
+// when it turns out to be a stream; the rest is worked out again from the
 // request when it registers.
 type grant struct {
 	table   *table // the one it was decided against
@@ -121,14 +120,13 @@ func newStreams(p *Proxy, c clock) *streams {
 	return &streams{p: p, clock: c, open: map[*stream]struct{}{}}
 }
 
-// add registers rw's exchange, whose response body is body (a WebSocket's
-// if websocket: the backend's connection). It is decided again at once if
-// a snapshot was served since its decision, and ends at its token's
-// expiry.
-func (s *streams) add(rw *responseWriter, body io.Closer, websocket bool) *stream {
-	g := rw.grant
+// add registers the exchange allowed by g, whose response body is body (a
+// WebSocket's if websocket: the backend's connection). It is decided again
+// at once if a snapshot was served since its decision, and ends at its
+// token's expiry.
+func (s *streams) add(g grant, body io.Closer, websocket bool) *stream {
 	st := &stream{p: s.p, g: g, body: body, websocket: websocket}
-	// serve parsed and checked all of these already.
+	// The stages parsed and checked all of these already.
 	st.token, _ = authn.TokenFromRequest(g.req)
 	st.route, _ = parsePath(g.req.URL.EscapedPath())
 	if ext := g.table.extensions[st.route.extension]; ext != nil && !ext.system {
@@ -142,7 +140,7 @@ func (s *streams) add(rw *responseWriter, body io.Closer, websocket bool) *strea
 	if exp := g.id.Expiry; !exp.IsZero() {
 		st.stopExpiry = s.clock.AfterFunc(exp.Sub(s.clock.Now()), func() { st.end(endExpired) })
 	}
-	// A snapshot served between serve's decision and now is one the
+	// A snapshot served between the decide stage and now is one the
 	// sweep may have missed: it took its list before st was in it.
 	if t := s.p.table.Load(); t != g.table {
 		st.recheck(t)
@@ -200,7 +198,7 @@ func (s *streams) sweep(t *table) {
 	wg.Wait()
 }
 
-// recheck decides the stream again against t, as serve decides a new
+// recheck decides the stream again against t, as the stages decide a new
 // request: the same token verified by the current settings, the same
 // extension and Application looked up in t, the same policy question;
 // and ends it if the answer is no longer the one it was opened with.
@@ -217,8 +215,9 @@ func (st *stream) recheck(t *table) {
 	st.decided.Store(t)
 }
 
-// decideAgain is serve's decision for a stream's request against t, with
-// the stream's token: "" when it would be allowed as it was.
+// decideAgain is the stages' decision for a stream's request against t,
+// with the stream's token and the same functions find extension, resolve
+// application and decide use: "" when it would be allowed as it was.
 func (p *Proxy) decideAgain(ctx context.Context, t *table, st *stream) endReason {
 	g := &st.g
 	id, err := p.authn.Verify(ctx, st.token)

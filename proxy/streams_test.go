@@ -220,12 +220,12 @@ func TestStreamRegisteredAfterASnapshotIsDecidedAgain(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer "+tok)
 	r.Header.Set("Argocd-Application-Name", "team-a:web")
 	r.Header.Set("Argocd-Project-Name", "team-a")
-	rw := &responseWriter{p: e.p, grant: grant{table: e.p.table.Load(), req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}}
+	g := grant{table: e.p.table.Load(), req: r, id: id, headers: map[string]string{"X-Gatehouse-Access": "read-write"}}
 	e.content.Policy["data.json"] = []byte(strings.Replace(policyData, `"alice": ["role:team-a"]`, `"alice": []`, 1))
 	e.load(e.content)
 	eventually(t, "the sweep of the new table is over", func() bool { return e.p.streams.swept.Load() == e.p.table.Load() })
 	body := closer(make(chan struct{}))
-	st := e.p.streams.add(rw, body, false)
+	st := e.p.streams.add(g, body, false)
 	defer e.p.streams.remove(st)
 	select {
 	case <-body:

@@ -54,6 +54,23 @@ type service struct {
 	transport                  *backendTransport
 }
 
+// chooseBackend is the stage that chooses where the request goes: the
+// service for the Application's cluster, and the URL of it to ask first
+// (the round trip moves on to another only when this one refuses the
+// connection, forward.go).
+func (x *exchange) chooseBackend() *problem {
+	var cluster *policies.Cluster
+	if x.target != nil {
+		cluster = x.target.Cluster
+	}
+	x.svc = x.ext.serviceFor(cluster)
+	if x.svc == nil {
+		return notFound("extension " + quoteShort(x.ext.name) + " has no backend for the cluster this Application deploys to: ask your Argo CD administrator")
+	}
+	x.up = pick(x.svc.upstreams, &x.svc.next, time.Now())
+	return nil
+}
+
 // serviceFor picks the service for the cluster an Application's destination
 // resolved to: the one whose cluster has that name or that server (as Argo
 // CD indexes a service under both), else the default.

@@ -118,7 +118,7 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 		// Every request the developer sends shows in the log, with its answer.
 		"--access-log")
 	if pfs.err == nil {
-		pfs.err = errors.Join(po.Validate()...)
+		pfs.err = po.Validate()
 	}
 	ao := &agentcli.Options{}
 	afs := parseFlags("agent", ao.AddFlags,
@@ -137,7 +137,7 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 	s.run(ctx, "controller", func(ctx context.Context) error {
 		return runController(ctx, co, logger.With("part", "controller"))
 	})
-	s.run(ctx, "proxy", func(ctx context.Context) error { return proxycli.Run(ctx, po, logger.With("part", "proxy")) })
+	s.run(ctx, "proxy", func(ctx context.Context) error { return po.Run(ctx, logger.With("part", "proxy")) })
 	// The registry answers once the agent endpoint listens (serveAgents
 	// listens for agents first), so the agent's first dial finds it.
 	if err := s.await(ctx, 30*time.Second, "the controller did not start", func(ctx context.Context) error {

@@ -33,7 +33,9 @@ func (o *ArgoCDServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "argocd-server-timeout", authn.DefaultArgoCDTimeout, "bound on one question to --argocd-server-url; past it the request gets 503")
 }
 
-func (o *ArgoCDServerOptions) Validate() []error {
+// Validate reports every fault of the Argo CD server flags, one line each;
+// nil when they are fine.
+func (o *ArgoCDServerOptions) Validate() error {
 	var errs []error
 	if o.URL == "" && o.CAFile != "" {
 		errs = append(errs, errors.New("--argocd-server-ca-file needs --argocd-server-url"))
@@ -44,7 +46,7 @@ func (o *ArgoCDServerOptions) Validate() []error {
 	if o.Timeout <= 0 {
 		errs = append(errs, errors.New("--argocd-server-timeout must be positive"))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Server is the authn configuration the flags ask for; nil without

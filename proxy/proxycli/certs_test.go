@@ -36,7 +36,7 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 	o.Listen, o.AdminListen, o.HealthListen = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- o.Run(ctx, slog.New(slog.DiscardHandler)) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -11,6 +11,6 @@ package proxycli
 // Raise the limit for much larger snapshots, or the collector runs more
 // often as the live heap nears it.
 const (
-	DefaultMemoryLimit = "80MiB"
-	DefaultGCPercent   = 300
+	defaultMemoryLimit = "80MiB"
+	defaultGCPercent   = 300
 )

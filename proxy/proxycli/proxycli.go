@@ -72,6 +72,15 @@ type Options struct {
 	AdminListener net.Listener
 }
 
+// NewOptions returns the options with every flag's default, as the command
+// starts from them.
+func NewOptions() *Options {
+	o := &Options{}
+	o.AddFlags(pflag.NewFlagSet("proxy", pflag.ContinueOnError))
+	return o
+}
+
+// AddFlags adds the proxy's flags to fs, with their defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	d := sidecar.DefaultLimits()
 	fs.StringVar(&o.SnapshotDir, "snapshot-dir", "/var/run/gatehouse/snapshot", "shared volume the agent writes snapshots to (its --root)")
@@ -98,18 +107,37 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
-	o.Memory.AddFlags(fs, DefaultMemoryLimit, DefaultGCPercent)
+	o.Memory.AddFlags(fs, defaultMemoryLimit, defaultGCPercent)
 	fs.BoolVar(&o.AllowInsecureOIDC, "allow-insecure-oidc", false, "development only: accept an http:// SSO issuer")
 	o.ArgoCD.AddFlags(fs)
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
 	o.Log.AddFlags(fs)
 }
 
-func (o *Options) Validate() []error {
+// Validate reports every fault of the options, one line each; nil when
+// they are fine.
+func (o *Options) Validate() error {
 	errs := o.Log.Validate()
 	if o.SnapshotDir == "" {
 		errs = append(errs, errors.New("--snapshot-dir must name the shared volume"))
 	}
+	errs = append(errs, o.addressFaults()...)
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
+	}
+	errs = append(errs, o.boundFaults()...)
+	errs = append(errs, o.ArgoCD.Validate())
+	if o.Memory.GCPercent <= 0 {
+		errs = append(errs, errors.New("--gc-percent must be positive"))
+	}
+	errs = append(errs, o.Memory.Validate()...)
+	return errors.Join(errs...)
+}
+
+// addressFaults are the listen addresses' faults: each host:port, and the
+// admin endpoint on loopback.
+func (o *Options) addressFaults() []error {
+	var errs []error
 	for _, a := range []struct{ flag, addr string }{{"--listen", o.Listen}, {"--admin-listen", o.AdminListen}, {"--health-listen", o.HealthListen}} {
 		if a.addr == "0" && a.flag == "--health-listen" {
 			continue
@@ -123,9 +151,12 @@ func (o *Options) Validate() []error {
 			errs = append(errs, fmt.Errorf("--admin-listen %q: the admin endpoint must stay on loopback (127.0.0.1 or [::1]); its state is for the agent beside the proxy", o.AdminListen))
 		}
 	}
-	if (o.CertFile == "") != (o.KeyFile == "") {
-		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
-	}
+	return errs
+}
+
+// boundFaults are the faults of the sizes, counts and durations.
+func (o *Options) boundFaults() []error {
+	var errs []error
 	if o.DecisionCacheSize < 0 || o.MaxRequestBodyBytes < 0 || o.MaxHeaderBytes <= 0 || o.MaxUsers <= 0 {
 		errs = append(errs, errors.New("--decision-cache-size and --max-request-body-bytes must not be negative; --max-header-bytes and --max-users-per-extension must be positive"))
 	}
@@ -143,17 +174,13 @@ func (o *Options) Validate() []error {
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
 	}
-	errs = append(errs, o.ArgoCD.Validate()...)
-	if o.Memory.GCPercent <= 0 {
-		errs = append(errs, errors.New("--gc-percent must be positive"))
-	}
-	return append(errs, o.Memory.Validate()...)
+	return errs
 }
 
 // NewCommand returns the proxy command named use ("proxy" under
 // `gatehouse`).
 func NewCommand(use string) *cobra.Command {
-	o := &Options{}
+	o := NewOptions()
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "Run the extension proxy that serves Argo CD UI extensions from the agent's snapshot",
@@ -168,81 +195,33 @@ admin address says which version is served, for the agent's --confirm-url.
 SIGTERM drains in-flight requests and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if errs := o.Validate(); len(errs) > 0 {
-				return errors.Join(errs...)
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			o.Memory.Apply(cmd.Flags())
-			return Run(cmd.Context(), o, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
+			return o.Run(cmd.Context(), slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-// Run runs the proxy until ctx ends, then shuts it down gracefully.
-func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
+// Run runs the proxy until ctx ends, then shuts it down gracefully: the
+// proxy and its metrics, its listeners bound, the volume watched and every
+// listener served, then, at the end, drained.
+func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	engine := []policies.Option{policies.WithCache(o.DecisionCacheSize, o.DecisionCacheTTL), policies.WithEvalTimeout(o.PolicyEvalTimeout)}
-	if o.DecisionLog {
-		engine = append(engine, policies.WithDecisionLog(logger))
-	}
-	var accessLog *slog.Logger
-	if o.AccessLog {
-		accessLog = logger
-	}
-	argocd, err := o.ArgoCD.Server()
+	p, err := o.newProxy(logger, reg)
 	if err != nil {
 		return err
 	}
-	p, err := proxy.New(proxy.Options{
-		ArgoCDServer:         argocd,
-		Root:                 o.SnapshotDir,
-		Limits:               sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles},
-		Logger:               logger,
-		Registerer:           reg,
-		Engine:               engine,
-		Shadow:               o.PolicyShadow,
-		AllowInsecureOIDC:    o.AllowInsecureOIDC,
-		HeaderTimeout:        o.HeaderTimeout,
-		ClientBodyTimeout:    o.ClientBodyTimeout,
-		MaxRequestBodyBytes:  o.MaxRequestBodyBytes,
-		MaxUsersPerExtension: o.MaxUsers,
-		AccessLog:            accessLog,
-	})
+	servers, err := o.servers(p, reg, logger)
 	if err != nil {
 		return err
 	}
-	main := &http.Server{Handler: p, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
-		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
-	// With a certificate, every listener other Pods reach serves TLS: the
-	// extension listener and the health listener Prometheus scrapes. The
-	// admin endpoint stays plain HTTP on loopback, for the agent beside it.
-	var health *tls.Config
-	if o.CertFile != "" {
-		certs, err := servingcert.New(servingcert.Options{CertFile: o.CertFile, KeyFile: o.KeyFile, Logger: logger})
-		if err != nil {
-			return err
-		}
-		main.TLSConfig = certs.ServerConfig()
-		health = certs.ServerConfig()
-		reg.MustRegister(CertificateExpiry(certificateExpiry(certs)))
-	}
-	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
-		{name: "admin", addr: o.AdminListen, srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}
-	if o.HealthListen != "0" {
-		servers = append(servers, &serving{name: "health", addr: o.HealthListen, tls: health != nil,
-			srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second, TLSConfig: health}})
-	}
-	servers[1].ln = o.AdminListener
-	for _, s := range servers {
-		if s.ln != nil {
-			continue
-		}
-		if s.ln, err = net.Listen("tcp", s.addr); err != nil {
-			closeAll(servers)
-			return fmt.Errorf("listen on %s (%s): %w", s.addr, s.name, err)
-		}
+	if err := listen(servers); err != nil {
+		return err
 	}
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	watched := make(chan error, 1)
@@ -261,20 +240,7 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	case runErr = <-watched:
 		watchEnded = true
 	}
-	logger.Info("shutting down: draining requests", "delay", o.ShutdownDelay, "timeout", o.ShutdownTimeout)
-	p.Drain()
-	if runErr == nil && o.ShutdownDelay > 0 {
-		time.Sleep(o.ShutdownDelay)
-	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
-	defer cancel()
-	if err := main.Shutdown(drainCtx); err != nil {
-		logger.Warn("requests still in flight when the shutdown timeout ended; cut", "error", err)
-	}
-	p.CloseHijacked()
-	for _, s := range servers[1:] {
-		_ = s.srv.Shutdown(drainCtx)
-	}
+	o.drain(p, servers, runErr == nil, logger)
 	stopWatch()
 	if !watchEnded {
 		if err := <-watched; err != nil && runErr == nil {
@@ -283,6 +249,102 @@ func Run(ctx context.Context, o *Options, logger *slog.Logger) error {
 	}
 	logger.Info("proxy stopped")
 	return runErr
+}
+
+// newProxy is the proxy the options ask for, its metrics in reg.
+func (o *Options) newProxy(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Proxy, error) {
+	engine := []policies.Option{policies.WithCache(o.DecisionCacheSize, o.DecisionCacheTTL), policies.WithEvalTimeout(o.PolicyEvalTimeout)}
+	if o.DecisionLog {
+		engine = append(engine, policies.WithDecisionLog(logger))
+	}
+	var accessLog *slog.Logger
+	if o.AccessLog {
+		accessLog = logger
+	}
+	argocd, err := o.ArgoCD.Server()
+	if err != nil {
+		return nil, err
+	}
+	return proxy.New(proxy.Options{
+		ArgoCDServer:         argocd,
+		Root:                 o.SnapshotDir,
+		Limits:               sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles},
+		Logger:               logger,
+		Registerer:           reg,
+		Engine:               engine,
+		Shadow:               o.PolicyShadow,
+		AllowInsecureOIDC:    o.AllowInsecureOIDC,
+		HeaderTimeout:        o.HeaderTimeout,
+		ClientBodyTimeout:    o.ClientBodyTimeout,
+		MaxRequestBodyBytes:  o.MaxRequestBodyBytes,
+		MaxUsersPerExtension: o.MaxUsers,
+		AccessLog:            accessLog,
+	})
+}
+
+// servers are the proxy's listeners, not bound yet: the extension requests'
+// first, then the admin endpoint and, unless it is off, the health one.
+// With a certificate, every listener other Pods reach serves TLS: the
+// extension listener and the health listener Prometheus scrapes. The admin
+// endpoint stays plain HTTP on loopback, for the agent beside it.
+func (o *Options) servers(p *proxy.Proxy, reg *prometheus.Registry, logger *slog.Logger) ([]*serving, error) {
+	main := &http.Server{Handler: p, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	var health *tls.Config
+	if o.CertFile != "" {
+		certs, err := servingcert.New(servingcert.Options{CertFile: o.CertFile, KeyFile: o.KeyFile, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		main.TLSConfig = certs.ServerConfig()
+		health = certs.ServerConfig()
+		reg.MustRegister(CertificateExpiry(certificateExpiry(certs)))
+	}
+	servers := []*serving{{name: "proxy", addr: o.Listen, srv: main, tls: o.CertFile != ""},
+		{name: "admin", addr: o.AdminListen, ln: o.AdminListener,
+			srv: &http.Server{Handler: adminHandler(p, reg, o.Profiling), ReadHeaderTimeout: 5 * time.Second}}}
+	if o.HealthListen != "0" {
+		servers = append(servers, &serving{name: "health", addr: o.HealthListen, tls: health != nil,
+			srv: &http.Server{Handler: p.HealthHandler(reg), ReadHeaderTimeout: 5 * time.Second, TLSConfig: health}})
+	}
+	return servers, nil
+}
+
+// listen binds the servers not bound already; on a failure it closes those
+// it bound.
+func listen(servers []*serving) error {
+	for _, s := range servers {
+		if s.ln != nil {
+			continue
+		}
+		var err error
+		if s.ln, err = net.Listen("tcp", s.addr); err != nil {
+			closeAll(servers)
+			return fmt.Errorf("listen on %s (%s): %w", s.addr, s.name, err)
+		}
+	}
+	return nil
+}
+
+// drain shuts the proxy down: /readyz fails at once, and, when the proxy is
+// stopping for no fault (delay), it keeps serving --shutdown-delay so the
+// Pod leaves its Service's endpoints first; then the requests in flight get
+// --shutdown-timeout to finish, and the WebSockets are closed.
+func (o *Options) drain(p *proxy.Proxy, servers []*serving, delay bool, logger *slog.Logger) {
+	logger.Info("shutting down: draining requests", "delay", o.ShutdownDelay, "timeout", o.ShutdownTimeout)
+	p.Drain()
+	if delay && o.ShutdownDelay > 0 {
+		time.Sleep(o.ShutdownDelay)
+	}
+	drainCtx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
+	defer cancel()
+	if err := servers[0].srv.Shutdown(drainCtx); err != nil {
+		logger.Warn("requests still in flight when the shutdown timeout ended; cut", "error", err)
+	}
+	p.CloseHijacked()
+	for _, s := range servers[1:] {
+		_ = s.srv.Shutdown(drainCtx)
+	}
 }
 
 // adminHandler is the proxy's admin endpoint and, with profiling, Go's

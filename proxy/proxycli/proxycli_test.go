@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,14 @@ func defaults(t *testing.T) *Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestNewOptions: NewOptions holds every flag's default, as the command
+// parses them with no flag given.
+func TestNewOptions(t *testing.T) {
+	if got, want := fmt.Sprintf("%+v", *NewOptions()), fmt.Sprintf("%+v", *defaults(t)); got != want {
+		t.Fatalf("NewOptions\n%s\nflag defaults\n%s", got, want)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -58,14 +67,38 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := defaults(t)
 			tt.edit(o)
-			errs := o.Validate()
+			err := o.Validate()
 			switch {
-			case tt.want == "" && len(errs) > 0:
-				t.Fatalf("errors %v", errs)
-			case tt.want != "" && (len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), tt.want)):
-				t.Fatalf("errors %v, want one about %q", errs, tt.want)
+			case tt.want == "" && err != nil:
+				t.Fatalf("errors %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("errors %v, want one about %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateReportsEveryFault: Validate names every fault at once, one
+// line each, rather than the first.
+func TestValidateReportsEveryFault(t *testing.T) {
+	o := defaults(t)
+	o.SnapshotDir, o.Listen, o.AdminListen, o.KeyFile = "", "8080", ":9901", "tls.key"
+	o.ShutdownTimeout, o.ArgoCD.Timeout, o.Memory.GCPercent = 0, 0, 0
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	want := []string{
+		"--snapshot-dir must name the shared volume",
+		`--listen "8080": want host:port (":8080" for every address)`,
+		`--admin-listen ":9901": the admin endpoint must stay on loopback (127.0.0.1 or [::1]); its state is for the agent beside the proxy`,
+		"--tls-cert-file and --tls-key-file go together",
+		"--shutdown-timeout must be positive",
+		"--argocd-server-timeout must be positive",
+		"--gc-percent must be positive",
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("faults\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -117,7 +150,7 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- o.Run(ctx, slog.New(slog.DiscardHandler)) }()
 
 	stateURL := "http://" + o.AdminListen + proxy.StatePath
 	waitState := func(version string) {
