@@ -10,13 +10,25 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
+	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
+	"github.com/gatehouse-dev/gatehouse/internal/devcli"
+	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 )
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
 
 // exitError carries a specific exit code out of a subcommand.
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// newRootCommand assembles every role's command under gatehouse. The sidecar
+// image runs the slim cmd/gatehouse-agent and the proxy image
+// cmd/gatehouse-proxy instead, with the same flags.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gatehouse",
@@ -31,7 +43,7 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), newAdmitCommand(), newPolicyCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), newPolicySandboxCommand())
+	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), newAdmitCommand(), newPolicyCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), newPolicySandboxCommand())
 	return root
 }
 
@@ -54,16 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ee exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
+	if errors.As(err, &ee) {
 		return ee.code
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		fmt.Fprintln(stderr, "gatehouse: interrupted")
-		return 2
-	default:
-		fmt.Fprintln(stderr, "gatehouse:", err)
-		return 2
 	}
+	return cliexit.Status(ctx, "gatehouse", err, stderr)
 }

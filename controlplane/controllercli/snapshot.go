@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"errors"
@@ -14,8 +14,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 )
 
 // snapshotOptions are the flags of `gatehouse snapshot`.
@@ -26,7 +28,7 @@ type snapshotOptions struct {
 	Fetch                 bool
 	MaxBundleBytes        int64
 	TokenCheck            string
-	PolicyLimits          policyLimitsOptions
+	PolicyLimits          limitscli.Options
 	overrides             settings.Overrides
 }
 
@@ -40,13 +42,16 @@ func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
 	o.PolicyLimits.AddFlags(fs, "capabilities", "check-memory")
 }
 
+// Complete records which of Argo CD's settings the flags override.
 func (o *snapshotOptions) Complete(fs *pflag.FlagSet) {
 	if fs.Changed("application-namespaces") {
 		o.overrides.ApplicationNamespaces = &o.ApplicationNamespaces
 	}
 }
 
-func newSnapshotCommand() *cobra.Command {
+// NewSnapshotCommand is `gatehouse snapshot`: the controller's snapshot
+// built offline, as --source dir:DIR builds it.
+func NewSnapshotCommand() *cobra.Command {
 	o := &snapshotOptions{}
 	cmd := &cobra.Command{
 		Use:   "snapshot DIR",
@@ -70,6 +75,9 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Complete(cmd.Flags())
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return runSnapshot(cmd, o, args[0])
 		},
 	}
@@ -77,12 +85,15 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 	return cmd
 }
 
+// Validate reports a flag that cannot work.
+func (o *snapshotOptions) Validate() error {
+	_, err := localTokensMode(o.TokenCheck)
+	return err
+}
+
 func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
-	mode, err := localTokensMode(o.TokenCheck)
-	if err != nil {
-		return err
-	}
-	limits, err := o.PolicyLimits.limits()
+	mode, _ := localTokensMode(o.TokenCheck)
+	limits, err := o.PolicyLimits.Limits()
 	if err != nil {
 		return err
 	}
@@ -127,7 +138,7 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 		fmt.Fprintf(w, "written to %s\n", o.Out)
 	}
 	if errorsFound {
-		return exitError{code: 1}
+		return cliexit.Error{Code: 1}
 	}
 	return nil
 }
