@@ -39,12 +39,12 @@ func TestAdminServesHTTPSWithACertificate(t *testing.T) {
 		"--admin-tls-cert-file", pki.CertFile, "--admin-tls-key-file", pki.KeyFile}); err != nil {
 		t.Fatal(err)
 	}
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatal(errs)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o, "test", slog.New(slog.DiscardHandler)) }()
+	go func() { done <- o.Run(ctx, "test", slog.New(slog.DiscardHandler)) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -57,6 +57,15 @@ type Options struct {
 	Log            logflags.Options
 }
 
+// NewOptions returns the agent's defaults: what its flags are before any is
+// given.
+func NewOptions() *Options {
+	o := &Options{}
+	o.AddFlags(pflag.NewFlagSet("agent", pflag.ContinueOnError))
+	return o
+}
+
+// AddFlags adds the agent's flags to fs, bound to o.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	d := sidecar.DefaultLimits()
 	fs.StringVar(&o.Server, "server", "gatehouse-controller.gatehouse-system.svc:8443", "control plane gRPC address, host:port")
@@ -85,7 +94,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Log.AddFlags(fs)
 }
 
-func (o *Options) Validate() []error {
+// Validate reports every flag that cannot work, each on its own line; nil
+// when they can.
+func (o *Options) Validate() error {
 	errs := o.Log.Validate()
 	if _, _, err := net.SplitHostPort(o.Server); err != nil {
 		errs = append(errs, fmt.Errorf("--server %q: want host:port", o.Server))
@@ -105,14 +116,14 @@ func (o *Options) Validate() []error {
 	if (o.AdminCertFile == "") != (o.AdminKeyFile == "") {
 		errs = append(errs, errors.New("--admin-tls-cert-file and --admin-tls-key-file go together"))
 	}
-	return append(errs, o.Memory.Validate()...)
+	return errors.Join(append(errs, o.Memory.Validate()...)...)
 }
 
 // NewCommand returns the agent command named use ("agent" under
 // `gatehouse`, "gatehouse-agent" as a binary of its own); version is the
 // build's, reported to the control plane.
 func NewCommand(use, version string) *cobra.Command {
-	o := &Options{}
+	o := NewOptions()
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "Run the sidecar that keeps a proxy Pod's snapshot in step with the control plane",
@@ -124,11 +135,11 @@ file, writes them atomically to the shared volume and reports back — with
 cleanly and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if errs := o.Validate(); len(errs) > 0 {
-				return errors.Join(errs...)
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			o.Memory.Apply(cmd.Flags())
-			return Run(cmd.Context(), o, version, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
+			return o.Run(cmd.Context(), version, slog.New(o.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -143,8 +154,9 @@ func unreadyAfter(d time.Duration) time.Duration {
 	return d
 }
 
-// Run runs the agent until ctx ends.
-func Run(ctx context.Context, o *Options, version string, logger *slog.Logger) error {
+// Run runs the agent until ctx ends; o has been validated. version is the
+// build's, reported to the control plane.
+func (o *Options) Run(ctx context.Context, version string, logger *slog.Logger) error {
 	limits := sidecar.Limits{MaxFileBytes: o.MaxFileBytes, MaxTotalBytes: o.MaxTotalBytes, MaxFiles: o.MaxFiles}
 	w, err := sidecar.NewWriter(o.Root, limits, logger)
 	if err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -11,17 +9,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
+	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
+	"github.com/gatehouse-dev/gatehouse/internal/devcli"
 	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 	"github.com/gatehouse-dev/gatehouse/policies/policycli"
+	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 	"github.com/gatehouse-dev/gatehouse/webhook/admitcli"
 )
 
-// exitError carries a specific exit code out of a subcommand.
-type exitError struct{ code int }
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
+// newRootCommand assembles every role's command under gatehouse. The sidecar
+// image runs the slim cmd/gatehouse-agent and the proxy image
+// cmd/gatehouse-proxy instead, with the same flags.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gatehouse",
@@ -36,7 +39,7 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newControllerCommand(), newAgentCommand(), newStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), newSnapshotCommand(), newProxyCommand(), newDevCommand(), limitscli.NewSandboxCommand())
+	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), limitscli.NewSandboxCommand())
 	return root
 }
 
@@ -57,21 +60,5 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root := newRootCommand(stdout, stderr)
 	root.SetIn(stdin)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	var ee exitError
-	var ce cliexit.Error
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.code
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		fmt.Fprintln(stderr, "gatehouse: interrupted")
-		return 2
-	default:
-		fmt.Fprintln(stderr, "gatehouse:", err)
-		return 2
-	}
+	return cliexit.Status(ctx, "gatehouse", root.ExecuteContext(ctx), stderr)
 }

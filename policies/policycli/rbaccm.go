@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/kubeyaml"
 )
 
@@ -23,7 +24,7 @@ func readRBACConfigMap(ctx context.Context, path string, s streams) (map[string]
 		return nil, fmt.Errorf("--rbac-configmap %s: want exactly one ConfigMap (argocd-rbac-cm), found %s", path, strings.Join(kinds, ", "))
 	}
 	obj := &res.Objects[0]
-	if obj.Meta.Name != "argocd-rbac-cm" {
+	if obj.Meta.Name != settings.RBACConfigMap {
 		fmt.Fprintf(s.errOut, "%s: ConfigMap %q is read as argocd-rbac-cm\n", obj.Origin, obj.Meta.Name)
 	}
 	var cm struct {

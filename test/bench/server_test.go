@@ -72,7 +72,7 @@ type procStats struct {
 
 // --- child side ---
 
-// serverMain runs the webhook server the way cmd/gatehouse/controller.go
+// serverMain runs the webhook server the way controlplane/controllercli/run.go
 // does, plus the no-op baseline, and answers commands on stdin (one per
 // line) with one JSON line on stdout:
 //
@@ -179,9 +179,9 @@ func errStats(err error) procStats {
 	return procStats{}
 }
 
-// startServer wires a manager as runController in cmd/gatehouse does and
-// returns once its cache has synced, the settings are loaded and the
-// webhook server accepts connections. errc delivers the manager's exit.
+// startServer wires a manager as the controller's Run
+// (controlplane/controllercli) does and returns once its cache has synced,
+// the settings are loaded and the webhook server accepts connections. errc delivers the manager's exit.
 func startServer(ctx context.Context, logger *slog.Logger) (client.Reader, <-chan error, error) {
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	port, err := strconv.Atoi(os.Getenv(envPort))

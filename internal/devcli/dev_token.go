@@ -1,4 +1,4 @@
-package main
+package devcli
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ type devTokenOptions struct {
 	TTL    time.Duration
 }
 
-func newDevTokenCommand(dev *devOptions) *cobra.Command {
+func newDevTokenCommand(dev *Options) *cobra.Command {
 	o := &devTokenOptions{}
 	cmd := &cobra.Command{
 		Use:   "token --user USER [--groups G1,G2]",

@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func clusterScoped(group, resource string) bool {
 // fails at once naming what is missing, instead of waiting forever for a
 // cache that cannot sync. manifests/base/rbac.yaml grants exactly these
 // (permissions_test.go holds the two to each other).
-func requiredPermissions(o *controllerOptions) []permission {
+func requiredPermissions(o *Options) []permission {
 	cp, ns := o.ControlPlaneNamespace, o.Namespace
 	ps := []permission{
 		{Verbs: []string{"list", "watch"}, Group: "argoproj.io", Resource: "applications",
@@ -175,7 +175,7 @@ const reviewsInFlight = 16
 
 // checkPermissions fails, naming every missing permission and what needs
 // it, when the controller may not do all it needs.
-func checkPermissions(ctx context.Context, cfg *rest.Config, o *controllerOptions) error {
+func checkPermissions(ctx context.Context, cfg *rest.Config, o *Options) error {
 	// A client of its own, without the client-side rate limit (QPS 20
 	// would space the few dozen reviews over seconds); reviews are cheap
 	// for the API server, and its own priority and fairness still applies.

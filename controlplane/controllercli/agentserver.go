@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"context"
@@ -36,9 +36,9 @@ type agentServerOptions struct {
 	// their TLS handshake.
 	HandshakesPerAddress int
 
-	// listener and debugListener, when set, are BindAddress and
+	// Listener and DebugListener, when set, are BindAddress and
 	// DebugAddress bound already (gatehouse dev).
-	listener, debugListener net.Listener
+	Listener, DebugListener net.Listener
 }
 
 // defaultDebugAddress is loopback only: the registry names Pods, their IPs
@@ -77,7 +77,7 @@ func (o *agentServerOptions) complete(certDir, namespace string) {
 	}
 }
 
-func (o *agentServerOptions) validate() []error {
+func (o *agentServerOptions) validate() error {
 	var errs []error
 	if !o.enabled() {
 		return nil
@@ -99,7 +99,7 @@ func (o *agentServerOptions) validate() []error {
 			errs = append(errs, fmt.Errorf("--debug-bind-address %q: want host:port, or \"0\" to disable it", o.DebugAddress))
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 func (o *agentServerOptions) debugEnabled() bool {
@@ -147,7 +147,7 @@ func newAgentServer(o *agentServerOptions, cfg *rest.Config, reg prometheus.Regi
 // ends both.
 func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
-		lis := o.listener
+		lis := o.Listener
 		if lis == nil {
 			var err error
 			if lis, err = net.Listen("tcp", o.BindAddress); err != nil {
@@ -164,7 +164,7 @@ func serveAgents(srv *server.Server, o *agentServerOptions, logger *slog.Logger)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		debug := make(chan error, 1)
-		go func() { debug <- serveHTTPOn(ctx, o.debugListener, o.DebugAddress, srv.DebugHandler(), nil); cancel() }()
+		go func() { debug <- serveHTTPOn(ctx, o.DebugListener, o.DebugAddress, srv.DebugHandler(), nil); cancel() }()
 		err := srv.Serve(ctx, lis)
 		cancel()
 		if derr := <-debug; derr != nil {

@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"strings"
@@ -32,11 +32,10 @@ func TestAgentServerFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.complete("/certs", "gatehouse-system")
-			var got []string
-			for _, err := range o.validate() {
-				got = append(got, err.Error())
+			var joined string
+			if err := o.validate(); err != nil {
+				joined = err.Error()
 			}
-			joined := strings.Join(got, "; ")
 			if (tt.want == "") != (joined == "") || !strings.Contains(joined, tt.want) {
 				t.Fatalf("validate() = %q, want %q", joined, tt.want)
 			}

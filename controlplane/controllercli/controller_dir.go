@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // runDirController is `gatehouse controller --source dir:PATH`: the control
 // plane and the agent server with no cluster at all (no webhook, static
 // agent tokens). Development, demos and tests use it.
-func runDirController(ctx context.Context, o *controllerOptions, dir string, limits policies.Limits, logger *slog.Logger) error {
+func runDirController(ctx context.Context, o *Options, dir string, limits policies.Limits, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	agents, err := newAgentServer(&o.Agents, nil, reg, logger)

@@ -1,47 +1,42 @@
-package main
+package devcli
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/agent/server"
+	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
+	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
 	"github.com/gatehouse-dev/gatehouse/proxy"
-	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
+	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
 // devAgentID is the one agent's identity, bound to its static token.
 const devAgentID = "gatehouse-dev"
 
 // devStack is the controller, one agent and the proxy on loopback: each
-// configured by its own subcommand's flags (the same Options, Validate and
-// Run as `gatehouse controller`, `gatehouse agent` and `gatehouse proxy`),
+// configured with its own subcommand's options (the same Options, Validate
+// and Run as `gatehouse controller`, `gatehouse agent` and `gatehouse proxy`),
 // the agent talking gRPC over TLS to the controller with a CA made for this
 // run, writing a temporary volume the proxy reads.
 type devStack struct {
 	proxyURL string // the proxy, "http://127.0.0.1:8080"
 	stateURL string // the proxy's admin /state
 	debugURL string // the controller's agent registry
+	version  string // the build's, the agent reports it
 
 	tmp    string
 	cancel context.CancelFunc
@@ -58,13 +53,13 @@ type partResult struct {
 // startStack starts the parts on dir with the proxy on listen and returns
 // once every part serves the same version. Stop it with stop, whatever
 // the error.
-func startStack(ctx context.Context, dir, listen string, logger *slog.Logger, ready time.Duration) (*devStack, error) {
+func startStack(ctx context.Context, dir, listen, version string, logger *slog.Logger, ready time.Duration) (*devStack, error) {
 	tmp, err := os.MkdirTemp("", "gatehouse-dev-*")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &devStack{tmp: tmp, cancel: cancel, done: make(chan partResult, 3), proxyURL: "http://" + listen}
+	s := &devStack{tmp: tmp, cancel: cancel, done: make(chan partResult, 3), proxyURL: "http://" + listen, version: version}
 	if err := s.start(ctx, dir, listen, logger); err != nil {
 		return s, errors.Join(err, s.stop())
 	}
@@ -101,52 +96,28 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 	s.debugURL = "http://" + debugAddr + server.DebugAgentsPath
 	s.stateURL = "http://" + adminAddr + proxy.StatePath
 
-	co := &controllerOptions{}
-	cfs := parseFlags("controller", co.AddFlags,
-		"--source=dir:"+dir, "--agent-bind-address="+agentAddr, "--debug-bind-address="+debugAddr,
-		"--agent-cert-file="+certs.cert, "--agent-key-file="+certs.key, "--agent-static-token-file="+staticFile,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	if cfs.err == nil {
-		co.Complete(cfs.fs)
-		cfs.err = errors.Join(co.Validate()...)
+	co, po, ao, err := newPartOptions(partAddresses{
+		dir: dir, volume: volume, listen: listen, agent: agentAddr, debug: debugAddr, admin: adminAddr, state: s.stateURL,
+	}, certs, tokenFile, staticFile)
+	if err != nil {
+		return err
 	}
-	po := &proxycli.Options{}
-	pfs := parseFlags("proxy", po.AddFlags,
-		"--snapshot-dir="+volume, "--listen="+listen, "--admin-listen="+adminAddr, "--health-listen=0",
-		// The demo SSO issuer is http:// on loopback.
-		"--allow-insecure-oidc", "--shutdown-timeout=5s",
-		// Every request the developer sends shows in the log, with its answer.
-		"--access-log")
-	if pfs.err == nil {
-		pfs.err = po.Validate()
-	}
-	ao := &agentcli.Options{}
-	afs := parseFlags("agent", ao.AddFlags,
-		"--server="+agentAddr, "--ca-file="+certs.ca, "--token-file="+tokenFile, "--root="+volume,
-		"--confirm-url="+s.stateURL, "--admin-bind-address=127.0.0.1:0",
-		"--agent-id="+devAgentID, "--pod-name="+devAgentID, "--pod-namespace=local", "--pod-uid="+devAgentID)
-	if afs.err == nil {
-		afs.err = errors.Join(ao.Validate()...)
-	}
-	if err := errors.Join(cfs.err, pfs.err, afs.err); err != nil {
-		return fmt.Errorf("the parts' flags (a bug of gatehouse dev): %w", err)
-	}
-	co.Agents.listener, co.Agents.debugListener, po.AdminListener = lns[0], lns[1], lns[2]
+	co.Agents.Listener, co.Agents.DebugListener, po.AdminListener = lns[0], lns[1], lns[2]
 	handed = true
 
 	s.run(ctx, "controller", func(ctx context.Context) error {
-		return runController(ctx, co, logger.With("part", "controller"))
+		return co.Run(ctx, logger.With("part", "controller"))
 	})
 	s.run(ctx, "proxy", func(ctx context.Context) error { return po.Run(ctx, logger.With("part", "proxy")) })
 	// The registry answers once the agent endpoint listens (serveAgents
 	// listens for agents first), so the agent's first dial finds it.
 	if err := s.await(ctx, 30*time.Second, "the controller did not start", func(ctx context.Context) error {
-		_, err := fetchReport(ctx, s.debugURL)
+		_, err := controllercli.FetchReport(ctx, s.debugURL)
 		return err
 	}); err != nil {
 		return err
 	}
-	s.run(ctx, "agent", func(ctx context.Context) error { return agentcli.Run(ctx, ao, version, logger.With("part", "agent")) })
+	s.run(ctx, "agent", func(ctx context.Context) error { return ao.Run(ctx, s.version, logger.With("part", "agent")) })
 	return nil
 }
 
@@ -203,7 +174,7 @@ func (s *devStack) await(ctx context.Context, limit time.Duration, what string, 
 // endpoint for what it serves.
 func (s *devStack) versions(ctx context.Context) (demo.Versions, error) {
 	var v demo.Versions
-	rep, err := fetchReport(ctx, s.debugURL)
+	rep, err := controllercli.FetchReport(ctx, s.debugURL)
 	if err != nil {
 		return v, err
 	}
@@ -245,7 +216,7 @@ func (s *devStack) stop() error {
 	return errors.Join(errs...)
 }
 
-func fetchProxyState(ctx context.Context, url string) (*proxy.State, error) {
+func fetchProxyState(ctx context.Context, url string) (*sidecar.ProxyState, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -258,27 +229,11 @@ func fetchProxyState(ctx context.Context, url string) (*proxy.State, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the proxy's %s answered HTTP %d", url, resp.StatusCode)
 	}
-	var st proxy.State
+	var st sidecar.ProxyState
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("read the proxy's state: %w", err)
 	}
 	return &st, nil
-}
-
-type parsed struct {
-	fs  *pflag.FlagSet
-	err error
-}
-
-// parseFlags parses args as the named subcommand's flags would be.
-func parseFlags(name string, add func(*pflag.FlagSet), args ...string) parsed {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	add(fs)
-	if err := fs.Parse(args); err != nil {
-		return parsed{fs, fmt.Errorf("%s: %w", name, err)}
-	}
-	return parsed{fs, nil}
 }
 
 // closeUnused closes listeners no part was handed.
@@ -332,56 +287,23 @@ func writeDevPKI(dir string) (*devCerts, error) {
 		return nil, err
 	}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certgen.NewCA(certgen.Spec{CommonName: "gatehouse dev CA",
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour), KeyUsage: x509.KeyUsageCertSign})
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: serialNumber(), Subject: pkix.Name{CommonName: "gatehouse dev CA"},
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: serialNumber(), Subject: pkix.Name{CommonName: "gatehouse-controller"},
+	leaf, err := ca.Issue(certgen.Spec{CommonName: "gatehouse-controller",
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"}})
 	if err != nil {
 		return nil, err
 	}
 	c := &devCerts{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key")}
-	for path, block := range map[string]*pem.Block{
-		c.ca: {Type: "CERTIFICATE", Bytes: caDER}, c.cert: {Type: "CERTIFICATE", Bytes: der}, c.key: {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+	for path, data := range map[string][]byte{c.ca: ca.CertPEM, c.cert: leaf.CertPEM, c.key: leaf.KeyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
-}
-
-func serialNumber() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
 }

@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"bufio"
@@ -197,18 +197,18 @@ func onlyComments(doc []byte) bool {
 
 // optionsFor parses args as `gatehouse controller` does, in the Pod's
 // namespace.
-func optionsFor(t *testing.T, args []string) *controllerOptions {
+func optionsFor(t *testing.T, args []string) *Options {
 	t.Helper()
-	cmd := newControllerCommand()
-	o := &controllerOptions{}
+	cmd := NewCommand()
+	o := NewOptions()
 	cmd.ResetFlags()
 	o.AddFlags(cmd.Flags())
 	if err := cmd.Flags().Parse(append(args, "--namespace=gatehouse-system")); err != nil {
 		t.Fatal(err)
 	}
 	o.Complete(cmd.Flags())
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatalf("the shipped arguments do not validate: %v", errs)
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the shipped arguments do not validate: %v", err)
 	}
 	return o
 }

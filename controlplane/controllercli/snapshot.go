@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"errors"
@@ -14,8 +14,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
+	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 )
 
 // snapshotOptions are the flags of `gatehouse snapshot`.
@@ -26,7 +29,7 @@ type snapshotOptions struct {
 	Fetch                 bool
 	MaxBundleBytes        int64
 	TokenCheck            string
-	PolicyLimits          policyLimitsOptions
+	PolicyLimits          limitscli.Options
 	overrides             settings.Overrides
 }
 
@@ -40,13 +43,16 @@ func (o *snapshotOptions) AddFlags(fs *pflag.FlagSet) {
 	o.PolicyLimits.AddFlags(fs, "capabilities", "check-memory")
 }
 
+// Complete records which of Argo CD's settings the flags override.
 func (o *snapshotOptions) Complete(fs *pflag.FlagSet) {
 	if fs.Changed("application-namespaces") {
 		o.overrides.ApplicationNamespaces = &o.ApplicationNamespaces
 	}
 }
 
-func newSnapshotCommand() *cobra.Command {
+// NewSnapshotCommand is `gatehouse snapshot`: the controller's snapshot
+// built offline, as --source dir:DIR builds it.
+func NewSnapshotCommand() *cobra.Command {
 	o := &snapshotOptions{}
 	cmd := &cobra.Command{
 		Use:   "snapshot DIR",
@@ -70,6 +76,9 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Complete(cmd.Flags())
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return runSnapshot(cmd, o, args[0])
 		},
 	}
@@ -77,12 +86,15 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 	return cmd
 }
 
+// Validate reports a flag that cannot work.
+func (o *snapshotOptions) Validate() error {
+	_, err := localTokensMode(o.TokenCheck)
+	return err
+}
+
 func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
-	mode, err := localTokensMode(o.TokenCheck)
-	if err != nil {
-		return err
-	}
-	limits, err := o.PolicyLimits.limits()
+	mode, _ := localTokensMode(o.TokenCheck)
+	limits, err := o.PolicyLimits.Limits()
 	if err != nil {
 		return err
 	}
@@ -93,15 +105,15 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 	for _, s := range skipped {
 		fmt.Fprintln(cmd.ErrOrStderr(), "gatehouse: skipped", s)
 	}
-	var fetchProblems []controlplane.Problem
+	var fetchProblems []configproblem.Problem
 	if o.Fetch {
 		// PolicyBundles are fetched, verified and compiled as the
 		// controller would, with the Secrets and keys of the same tree.
 		fetchProblems = controlplane.SyncBundles(cmd.Context(), newFetcher(limits), st, o.MaxBundleBytes)
 	} else {
 		for name := range st.PolicyBundles {
-			fetchProblems = append(fetchProblems, controlplane.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: "NotFetched", Warning: true,
-				Message: "--fetch=false: the bundle is left out of this snapshot"})
+			fetchProblems = append(fetchProblems, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: gatehousev1.ReasonNotFetched, Warning: true,
+				Err: errors.New("--fetch=false: the bundle is left out of this snapshot")})
 		}
 	}
 	b := controlplane.NewBuilder(controlplane.BuilderOptions{ControlPlaneNamespace: o.ControlPlaneNamespace, Overrides: o.overrides,
@@ -127,12 +139,12 @@ func runSnapshot(cmd *cobra.Command, o *snapshotOptions, dir string) error {
 		fmt.Fprintf(w, "written to %s\n", o.Out)
 	}
 	if errorsFound {
-		return exitError{code: 1}
+		return cliexit.Error{Code: 1}
 	}
 	return nil
 }
 
-func printProblems(w io.Writer, ns string, problems []controlplane.Problem) (errorsFound bool) {
+func printProblems(w io.Writer, ns string, problems []configproblem.Problem) (errorsFound bool) {
 	for _, p := range problems {
 		level := "ERROR"
 		if p.Warning {
@@ -140,7 +152,7 @@ func printProblems(w io.Writer, ns string, problems []controlplane.Problem) (err
 		} else {
 			errorsFound = true
 		}
-		fmt.Fprintf(w, "%s %s %s/%s %s: %s\n", level, p.Kind, ns, p.Name, p.Reason, p.Message)
+		fmt.Fprintf(w, "%s %s %s/%s %s: %s\n", level, p.Kind, ns, p.Name, p.Reason, p.Error())
 	}
 	return errorsFound
 }

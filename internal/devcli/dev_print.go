@@ -1,4 +1,4 @@
-package main
+package devcli
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 
 // printServing tells a person what runs and how to call it: a token per
 // identity the tour uses, and the tour's calls as curl commands.
-func printServing(w io.Writer, o *devOptions, world *demo.World, stack *devStack, d *demoServers) error {
+func printServing(w io.Writer, o *Options, world *demo.World, stack *devStack, d *demoServers) error {
 	label := dirLabel(o.Dir)
 	fmt.Fprintf(w, "Gatehouse is serving %s: the proxy on %s, the controller and one agent (gRPC over TLS), ", label, stack.proxyURL)
 	var backends []string
@@ -113,7 +113,7 @@ func who(c *demo.Call) string {
 // identity, with every flag of this run a token depends on: the directory
 // (its issuer, audience and groups claim), the namespace its objects are
 // read in, and the issuer's key. A token minted with another key gets 401.
-func moreTokensCommand(o *devOptions) string {
+func moreTokensCommand(o *Options) string {
 	cmd := os.Args[0] + " dev token --user bob --groups qa" + dirFlag(o.Dir)
 	if o.IssuerKey != demo.DefaultKeyFile() {
 		cmd += " --issuer-key " + shellQuote(o.IssuerKey)

@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/kube"
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
 	"github.com/gatehouse-dev/gatehouse/controlplane/yamldir"
+	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -71,7 +72,7 @@ type controlPlaneOptions struct {
 }
 
 // newControlPlane returns the controller building snapshots from store.
-func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced func() bool, rep controlplane.Reporter, observer func([]controlplane.Problem)) (*controlplane.Controller, error) {
+func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced func() bool, rep controlplane.Reporter, observer func([]configproblem.Problem)) (*controlplane.Controller, error) {
 	return controlplane.NewController(controlplane.ControllerOptions{
 		Store:      store,
 		Builder:    controlplane.NewBuilder(o.Builder),

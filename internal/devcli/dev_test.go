@@ -1,4 +1,4 @@
-package main
+package devcli
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
+	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 )
 
 // examplesOnFreePorts copies examples/ into a temporary directory with the
@@ -303,9 +304,9 @@ func TestDevServes(t *testing.T) {
 const runMainEnv = "GATEHOUSE_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
-	// The policy sandbox's child (policyLimitsOptions) is this binary
+	// The policy sandbox's child (limitscli.Options.Limits) is this binary
 	// re-executed with the hidden command: gatehouse runs it.
-	if os.Getenv(runMainEnv) == "1" || len(os.Args) > 1 && os.Args[1] == policySandboxCommand {
+	if os.Getenv(runMainEnv) == "1" || len(os.Args) > 1 && os.Args[1] == limitscli.SandboxCommand {
 		os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -344,8 +345,8 @@ func TestDevStopsOnSignals(t *testing.T) {
 	}
 }
 
-// waitOurGoroutinesGone waits until no goroutine runs Gatehouse code (this
-// package is main) but the test framework's, and returns the stacks of those
+// waitOurGoroutinesGone waits until no goroutine runs Gatehouse code (or
+// a main package's) but the test framework's, and returns the stacks of those
 // still running when ctx ends.
 func waitOurGoroutinesGone(ctx context.Context) string {
 	tick := time.NewTicker(10 * time.Millisecond)

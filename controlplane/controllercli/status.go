@@ -1,4 +1,4 @@
-package main
+package controllercli
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 )
 
-func newStatusCommand() *cobra.Command {
+// NewStatusCommand is `gatehouse status`: the controller's agent registry
+// (--debug-bind-address) as a table.
+func NewStatusCommand() *cobra.Command {
 	var url string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -33,7 +35,7 @@ reported. Reach the controller with kubectl port-forward:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			rep, err := fetchReport(ctx, url)
+			rep, err := FetchReport(ctx, url)
 			if err != nil {
 				return err
 			}
@@ -46,7 +48,8 @@ reported. Reach the controller with kubectl port-forward:
 	return cmd
 }
 
-func fetchReport(ctx context.Context, url string) (*server.Report, error) {
+// FetchReport reads the controller's agent registry at url.
+func FetchReport(ctx context.Context, url string) (*server.Report, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--url %q: %w", url, err)

@@ -1,0 +1,39 @@
+package controllercli
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCommand is `gatehouse controller`.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the admission webhook and the control plane agents connect to",
+		Long: `Run the Gatehouse controller: a validating admission webhook that rejects
+Applications whose namespace is not enabled or not permitted by their
+AppProject, names that break Argo CD's label tracking, and AppProject changes
+that would strand Applications. It reads Applications, AppProjects and Argo
+CD's settings from one watch cache and is ready once that cache has synced.
+
+It also serves the agents that run beside every proxy (gRPC over TLS,
+authenticated with ServiceAccount tokens through TokenReview) and pushes them
+the snapshot it builds from the same cache: Applications, AppProjects,
+clusters, extension config, authentication settings, policy and the Secrets
+the extensions reference (docs/snapshot.md). --source dir:PATH builds it
+from a directory of YAML instead, with no cluster; --snapshot-dir serves a
+directory of files as they are.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Complete(cmd.Flags())
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), slog.New(o.Log.Handler(cmd.ErrOrStderr())))
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
