@@ -120,7 +120,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		for b.Loop() {
 			c, pub := newController(b)
-			c.Rebuild(ctx)
+			c.rebuild(ctx)
 			if pub.versions != 1 {
 				b.Fatal("nothing published")
 			}
@@ -129,7 +129,7 @@ func BenchmarkBuild(b *testing.B) {
 	})
 	b.Run("one-application-change", func(b *testing.B) {
 		c, pub := newController(b)
-		c.Rebuild(ctx)
+		c.rebuild(ctx)
 		i := 0
 		for b.Loop() {
 			b.StopTimer()
@@ -138,7 +138,7 @@ func BenchmarkBuild(b *testing.B) {
 			store.PutApplication(a.Key(), &a)
 			i++
 			b.StartTimer()
-			c.Rebuild(ctx)
+			c.rebuild(ctx)
 		}
 		if pub.versions != i+1 {
 			b.Fatalf("%d versions published for %d changes", pub.versions-1, i)
@@ -146,9 +146,9 @@ func BenchmarkBuild(b *testing.B) {
 	})
 	b.Run("no-change", func(b *testing.B) {
 		c, pub := newController(b)
-		c.Rebuild(ctx)
+		c.rebuild(ctx)
 		for b.Loop() {
-			c.Rebuild(ctx)
+			c.rebuild(ctx)
 		}
 		if pub.versions != 1 {
 			b.Fatalf("%d versions published without a change", pub.versions)

@@ -63,7 +63,7 @@ func (s *BundleSyncer) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.store.BundleInputsChanged():
+		case <-s.store.bundleInputsChanged():
 		case <-timer.C:
 		}
 		next := s.syncDue(ctx, time.Now())
@@ -116,7 +116,7 @@ func (s *BundleSyncer) syncDue(ctx context.Context, now time.Time) time.Time {
 		if a, ok := artifacts[name]; ok {
 			prev = &a
 		}
-		a, err := PullBundle(ctx, s.fetcher, name, &spec, refLookup(refs), prev, s.maxBytes)
+		a, err := pullBundle(ctx, s.fetcher, name, &spec, refLookup(refs), prev, s.maxBytes)
 		s.mu.Lock()
 		st.spec, st.refs = spec, refsKey
 		if err != nil {
@@ -151,9 +151,9 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// PullBundle pulls one PolicyBundle's artifact; nil with a nil error means
+// pullBundle pulls one PolicyBundle's artifact; nil with a nil error means
 // the one serving (prev) is unchanged.
-func PullBundle(ctx context.Context, f *source.Fetcher, name string, spec *gatehousev1.PolicyBundleSpec, lookup source.Lookup, prev *BundleArtifact, maxBytes int64) (*BundleArtifact, error) {
+func pullBundle(ctx context.Context, f *source.Fetcher, name string, spec *gatehousev1.PolicyBundleSpec, lookup source.Lookup, prev *BundleArtifact, maxBytes int64) (*BundleArtifact, error) {
 	var p *source.Artifact
 	if prev != nil {
 		p = &source.Artifact{Data: prev.Data, Digest: prev.Digest, ETag: prev.ETag, ManifestDigest: prev.ManifestDigest}
@@ -178,7 +178,7 @@ func SyncBundles(ctx context.Context, f *source.Fetcher, st *State, maxBytes int
 				Err: errors.New("spec.suspend is true: the bundle is not fetched")})
 			continue
 		}
-		a, err := PullBundle(ctx, f, name, &spec, refLookup(st.FetchRefs), nil, maxBytes)
+		a, err := pullBundle(ctx, f, name, &spec, refLookup(st.FetchRefs), nil, maxBytes)
 		if err != nil {
 			problems = append(problems, configproblem.Problem{Kind: gatehousev1.KindPolicyBundle, Name: name, Reason: source.Reason(err), Err: err})
 			continue

@@ -207,7 +207,7 @@ func TestBundleSyncer(t *testing.T) {
 	st.FetchRefs["Secret/web"] = FetchRef{Type: "Opaque", Data: map[string][]byte{"authorization": []byte("Bearer t2")}}
 	store.Replace(st)
 	select {
-	case <-store.BundleInputsChanged():
+	case <-store.bundleInputsChanged():
 	default:
 		t.Fatal("a changed Secret did not signal the syncer")
 	}

@@ -19,8 +19,8 @@ import (
 // Default debounce (see debounce): a burst of changes becomes one version;
 // a steady stream still ships every second.
 const (
-	DefaultQuiet    = 100 * time.Millisecond
-	DefaultMaxDelay = time.Second
+	defaultQuiet    = 100 * time.Millisecond
+	defaultMaxDelay = time.Second
 )
 
 // Publisher delivers every new snapshot version. agent/server's Server is
@@ -52,7 +52,7 @@ type ControllerOptions struct {
 	Logger   *slog.Logger
 	// Registerer for metrics; nil means none.
 	Registerer prometheus.Registerer
-	// Quiet and MaxDelay debounce changes (DefaultQuiet, DefaultMaxDelay).
+	// Quiet and MaxDelay debounce changes (defaultQuiet, defaultMaxDelay).
 	Quiet, MaxDelay time.Duration
 	// Clock times the debounce; the real clock when nil (tests step a fake
 	// one).
@@ -92,10 +92,10 @@ func NewController(o ControllerOptions) (*Controller, error) {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.Quiet <= 0 {
-		o.Quiet = DefaultQuiet
+		o.Quiet = defaultQuiet
 	}
 	if o.MaxDelay <= 0 {
-		o.MaxDelay = DefaultMaxDelay
+		o.MaxDelay = defaultMaxDelay
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -133,7 +133,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		if err := c.waitForChange(ctx); err != nil {
 			return nil //nolint:nilerr // ctx ended: a clean stop
 		}
-		c.Rebuild(ctx)
+		c.rebuild(ctx)
 	}
 }
 
@@ -180,9 +180,9 @@ func (c *Controller) arming() {
 	}
 }
 
-// Rebuild builds from the store now and publishes a new version if the
+// rebuild builds from the store now and publishes a new version if the
 // content changed.
-func (c *Controller) Rebuild(ctx context.Context) {
+func (c *Controller) rebuild(ctx context.Context) {
 	start := time.Now()
 	var out *Output
 	var err error

@@ -113,9 +113,9 @@ func NewStore() *Store {
 	return s
 }
 
-// BundleInputsChanged receives a value after PolicyBundles or FetchRefs
+// bundleInputsChanged receives a value after PolicyBundles or FetchRefs
 // changed (the directory source's fetcher waits on it).
-func (s *Store) BundleInputsChanged() <-chan struct{} { return s.bundles }
+func (s *Store) bundleInputsChanged() <-chan struct{} { return s.bundles }
 
 // Changed receives a value after one or more effective changes.
 func (s *Store) Changed() <-chan struct{} { return s.changed }

@@ -111,7 +111,7 @@ func TestEvalReportsATimeoutWithTheDenial(t *testing.T) {
 
 decision := {"allow": count([1 | some i in numbers.range(1, 100000); some j in numbers.range(1, 100000)]) > 0}
 `)}}}
-	rep, err := Eval(context.Background(), always, Input{User: User{ID: "a"}}, EvalOptions{Explain: ExplainFull})
+	rep, err := eval(context.Background(), always, Input{User: User{ID: "a"}}, EvalOptions{Explain: ExplainFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ decision := {"allow": count([1 | some i in numbers.range(1, 100000); some j in n
 }
 
 // batchInput is one JSON line for EvalBatch.
-func batchInput(t *testing.T, id any, in Input, expect *Expectation) string {
+func batchInput(t *testing.T, id any, in Input, expect *expectation) string {
 	t.Helper()
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -151,11 +151,11 @@ func batchInput(t *testing.T, id any, in Input, expect *Expectation) string {
 func TestEvalBatch(t *testing.T) {
 	ctx := context.Background()
 	lines := []string{
-		batchInput(t, "alice-metrics", appInput("alice", nil, "metrics", "GET"), &Expectation{Allow: true}),
+		batchInput(t, "alice-metrics", appInput("alice", nil, "metrics", "GET"), &expectation{Allow: true}),
 		"",
-		batchInput(t, 7, appInput("bob", nil, "metrics", "POST"), &Expectation{Allow: true}),
+		batchInput(t, 7, appInput("bob", nil, "metrics", "POST"), &expectation{Allow: true}),
 		`{"user": {"id": "alice"}, "extensionn": "metrics"}`,
-		batchInput(t, nil, appInput("bob", nil, "metrics", "get"), &Expectation{Allow: true, Reason: "something else"}),
+		batchInput(t, nil, appInput("bob", nil, "metrics", "get"), &expectation{Allow: true, Reason: "something else"}),
 		`not json`,
 		`{"id": {"nested": 1}, "user": {"id": "alice"}}`,
 		`{"user": {"id": "alice", "groups": "team-a"}}`,
@@ -203,7 +203,7 @@ func TestEvalBatchKeepsOrderAndAgreesWithDecide(t *testing.T) {
 	for _, workers := range []int{1, 4} {
 		var out bytes.Buffer
 		s, err := EvalBatch(ctx, b, strings.NewReader(in.String()), &out, BatchOptions{Workers: workers})
-		if err != nil || s.Decided() != len(ins) || s.Unreadable != 0 {
+		if err != nil || s.decided() != len(ins) || s.Unreadable != 0 {
 			t.Fatalf("workers %d: %+v, %v", workers, s, err)
 		}
 		outs = append(outs, out.String())
@@ -216,7 +216,7 @@ func TestEvalBatchKeepsOrderAndAgreesWithDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, line := range strings.Split(strings.TrimSuffix(outs[0], "\n"), "\n") {
-		var r BatchResult
+		var r batchResult
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestEvalBatchKeepsOrderAndAgreesWithDecide(t *testing.T) {
 }
 
 func TestEvalBatchLineTooLong(t *testing.T) {
-	long := `{"extension": "` + strings.Repeat("x", MaxBatchLine) + `"}`
+	long := `{"extension": "` + strings.Repeat("x", maxBatchLine) + `"}`
 	var out bytes.Buffer
 	_, err := EvalBatch(context.Background(), ExampleBundle(), strings.NewReader(batchInput(t, 1, appInput("alice", nil, "metrics", "GET"), nil)+"\n"+long+"\n"), &out, BatchOptions{})
 	if err == nil || !strings.Contains(err.Error(), "line 2 is longer than") {

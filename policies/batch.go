@@ -13,34 +13,34 @@ import (
 	"time"
 )
 
-// MaxBatchLine bounds one line of EvalBatch's input.
-const MaxBatchLine = 4 << 20
+// maxBatchLine bounds one line of EvalBatch's input.
+const maxBatchLine = 4 << 20
 
-// BatchLine is one line of EvalBatch's input: an input as `gatehouse policy
+// batchLine is one line of EvalBatch's input: an input as `gatehouse policy
 // eval --input` reads it, with two optional fields of its own.
 //
 //	{"id": "alice-metrics", "user": {"id": "alice"}, "extension": "metrics", …,
 //	 "expect": {"allow": true}}
-type BatchLine struct {
+type batchLine struct {
 	// ID, a string or a number, is copied to the line's result.
 	ID json.RawMessage `json:"id,omitempty"`
 	// Expect is the decision the line should get; a decision that differs
 	// is a mismatch.
-	Expect *Expectation `json:"expect,omitempty"`
+	Expect *expectation `json:"expect,omitempty"`
 	Input
 }
 
-// Expectation is what a BatchLine expects.
-type Expectation struct {
+// expectation is what a batchLine expects.
+type expectation struct {
 	Allow bool `json:"allow"`
 	// Reason, if set, must equal the decision's reason.
 	Reason string `json:"reason,omitempty"`
 }
 
-// BatchResult is one line of EvalBatch's output. Its fields are in sorted
+// batchResult is one line of EvalBatch's output. Its fields are in sorted
 // order, so the lines of two runs diff cleanly: `diff` the output of the old
 // and the new policy to see every decision a change makes.
-type BatchResult struct {
+type batchResult struct {
 	// Allow is absent when the line could not be read (no decision).
 	Allow *bool `json:"allow,omitempty"`
 	// Conceal: the proxy answers this denial without its reason.
@@ -85,14 +85,14 @@ type BatchSummary struct {
 	Took              time.Duration
 }
 
-// Decided is how many lines got a decision.
-func (s BatchSummary) Decided() int { return s.Allowed + s.Denied }
+// decided is how many lines got a decision.
+func (s BatchSummary) decided() int { return s.Allowed + s.Denied }
 
 // Write prints the summary for a person, on one line.
 func (s BatchSummary) Write(w io.Writer) error {
 	rate := ""
-	if s.Took > 0 && s.Decided() > 0 {
-		rate = fmt.Sprintf(", %.0f decisions/s", float64(s.Decided())/s.Took.Seconds())
+	if s.Took > 0 && s.decided() > 0 {
+		rate = fmt.Sprintf(", %.0f decisions/s", float64(s.decided())/s.Took.Seconds())
 	}
 	rev := s.Revision
 	if rev == "" {
@@ -102,7 +102,7 @@ func (s BatchSummary) Write(w io.Writer) error {
 		rev += " (the built-in default policy)"
 	}
 	_, err := fmt.Fprintf(w, "%d decided (%d allowed, %d denied, of which %d failed to decide), %d unreadable, %d not as expected; policy %s; %v%s\n",
-		s.Decided(), s.Allowed, s.Denied, s.Failed, s.Unreadable, s.Mismatches, rev, s.Took.Round(time.Millisecond), rate)
+		s.decided(), s.Allowed, s.Denied, s.Failed, s.Unreadable, s.Mismatches, rev, s.Took.Round(time.Millisecond), rate)
 	return err
 }
 
@@ -110,12 +110,12 @@ func (s BatchSummary) Write(w io.Writer) error {
 // a time.
 const batchChunk = 512
 
-// EvalBatch decides every line of r (JSON lines, see BatchLine) with bundle
-// b, compiled once, and writes one BatchResult per non-blank line to w, in
+// EvalBatch decides every line of r (JSON lines, see batchLine) with bundle
+// b, compiled once, and writes one batchResult per non-blank line to w, in
 // input order. Decisions are made as the proxy makes them (uncached, with
 // the engine's evaluation bound). A line that cannot be read is reported
 // and the rest still decided; the error is for the run as a whole (the
-// policy does not compile, r or w fails, a line longer than MaxBatchLine).
+// policy does not compile, r or w fails, a line longer than maxBatchLine).
 func EvalBatch(ctx context.Context, b Bundle, r io.Reader, w io.Writer, opts BatchOptions) (BatchSummary, error) {
 	start := time.Now()
 	e := NewEngine(WithCache(0, 0))
@@ -128,12 +128,12 @@ func EvalBatch(ctx context.Context, b Bundle, r io.Reader, w io.Writer, opts Bat
 		workers = runtime.GOMAXPROCS(0)
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxBatchLine)
+	sc.Buffer(make([]byte, 0, 64<<10), maxBatchLine)
 	out := bufio.NewWriter(w)
 	type job struct {
 		line int
 		raw  []byte
-		res  BatchResult
+		res  batchResult
 	}
 	jobs := make([]job, 0, batchChunk)
 	flush := func() error {
@@ -175,7 +175,7 @@ func EvalBatch(ctx context.Context, b Bundle, r io.Reader, w io.Writer, opts Bat
 	}
 	err := sc.Err()
 	if errors.Is(err, bufio.ErrTooLong) {
-		err = fmt.Errorf("line %d is longer than %d bytes", s.Lines+1, MaxBatchLine)
+		err = fmt.Errorf("line %d is longer than %d bytes", s.Lines+1, maxBatchLine)
 	} else if err != nil {
 		err = fmt.Errorf("read inputs: %w", err)
 	}
@@ -187,7 +187,7 @@ func EvalBatch(ctx context.Context, b Bundle, r io.Reader, w io.Writer, opts Bat
 	return s, err
 }
 
-func (s *BatchSummary) count(r *BatchResult) {
+func (s *BatchSummary) count(r *batchResult) {
 	switch {
 	case r.Allow == nil:
 		s.Unreadable++
@@ -205,9 +205,9 @@ func (s *BatchSummary) count(r *BatchResult) {
 }
 
 // decideLine decodes and decides one line.
-func decideLine(ctx context.Context, e *Engine, line int, raw []byte) BatchResult {
-	res := BatchResult{Line: line}
-	var in BatchLine
+func decideLine(ctx context.Context, e *Engine, line int, raw []byte) batchResult {
+	res := batchResult{Line: line}
+	var in batchLine
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {

@@ -297,7 +297,7 @@ func BenchmarkEvalBatch(b *testing.B) {
 	bundle := DefaultBundle(benchData(1))
 	var lines bytes.Buffer
 	for i, in := range benchInputs(10000, 11) {
-		raw, err := json.Marshal(BatchLine{ID: json.RawMessage(fmt.Sprint(i)), Input: in})
+		raw, err := json.Marshal(batchLine{ID: json.RawMessage(fmt.Sprint(i)), Input: in})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func BenchmarkEvalBatch(b *testing.B) {
 			for b.Loop() {
 				var err error
 				s, err = EvalBatch(context.Background(), bundle, bytes.NewReader(lines.Bytes()), io.Discard, BatchOptions{Workers: workers})
-				if err != nil || s.Decided() != 10000 {
+				if err != nil || s.decided() != 10000 {
 					b.Fatalf("%+v, %v", s, err)
 				}
 			}

@@ -18,9 +18,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// DefaultEntrypoint is the rule a policy must define: the decision object
+// defaultEntrypoint is the rule a policy must define: the decision object
 // {"allow": bool, "reason": string, "headers": {name: value}}.
-const DefaultEntrypoint = "gatehouse/extensions/decision"
+const defaultEntrypoint = "gatehouse/extensions/decision"
 
 // File names in a bundle directory, as in OPA bundles.
 const (
@@ -39,7 +39,7 @@ type Bundle struct {
 	// tests, its tests) was added.
 	UsesDefaultPolicy bool
 	// Capabilities are the builtins the bundle is compiled against (nil:
-	// DefaultCapabilities). They are the deployment's, never the bundle's
+	// the default capabilities). They are the deployment's, never the bundle's
 	// own: LoadFiles reads CapabilitiesFile only with
 	// LoadOptions.Capabilities, for the snapshot the controller wrote.
 	Capabilities *Capabilities
@@ -70,7 +70,7 @@ type ManifestMetadata struct {
 	// Enforcing is true unless set to false: a non-enforcing policy runs in
 	// shadow mode, logging what it would deny and allowing it.
 	Enforcing *bool `json:"enforcing,omitempty"`
-	// Entrypoint is the decision rule, as a slash path (DefaultEntrypoint).
+	// Entrypoint is the decision rule, as a slash path (defaultEntrypoint).
 	Entrypoint string `json:"entrypoint,omitempty"`
 	// CacheKeyIncludesPath must be set by a policy that reads
 	// input.request.path, so decisions are cached per path.
@@ -86,7 +86,7 @@ func (m Manifest) IsEnforcing() bool {
 func (m Manifest) Query() (string, error) {
 	ep := m.Metadata.Entrypoint
 	if ep == "" {
-		ep = DefaultEntrypoint
+		ep = defaultEntrypoint
 	}
 	ep = strings.TrimPrefix(strings.TrimPrefix(ep, "data."), "data/")
 	parts := strings.FieldsFunc(ep, func(r rune) bool { return r == '/' || r == '.' })

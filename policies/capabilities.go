@@ -13,7 +13,7 @@ import (
 // CapabilitiesFile is where a snapshot's policy directory carries the
 // capabilities the controller accepted the policy with, when an
 // administrator gave a file (--policy-capabilities-file): the proxy compiles
-// the policy with the same set. Without it, both use DefaultCapabilities.
+// the policy with the same set. Without it, both use the default capabilities.
 // Only the snapshot's policy directory is read for it (LoadOptions): a
 // bundle cannot widen its own capabilities.
 const CapabilitiesFile = ".capabilities.json"
@@ -25,7 +25,7 @@ const CapabilitiesFile = ".capabilities.json"
 // remote $ref of a JSON schema), a DNS resolver (net.lookup_ip_addr), a
 // reader of the host's files (a schema's file:// $ref) or of the process's
 // environment and configuration (opa.runtime). Decisions and tests must
-// depend on their input and data alone, so DefaultCapabilities leaves them
+// depend on their input and data alone, so the default capabilities leave them
 // out and the compiler refuses a call to any of them, naming the builtin,
 // file and line. The clock (time.now_ns), randomness (rand.intn,
 // uuid.rfc4122) and trace/print output stay: they reach nothing.
@@ -37,22 +37,21 @@ var deniedBuiltins = []string{
 	"json.verify_schema", // likewise
 }
 
-// DeniedBuiltins returns the builtins DefaultCapabilities leaves out.
+// DeniedBuiltins returns the builtins the default capabilities leaves out.
 func DeniedBuiltins() []string { return slices.Clone(deniedBuiltins) }
 
 // Capabilities is the set of builtins (and language features) every policy
 // is compiled against: by the proxy's engine, the controller, the webhook
-// and the CLI alike. The zero value and nil are DefaultCapabilities.
+// and the CLI alike. The zero value and nil are the default capabilities.
 type Capabilities struct {
 	// raw is the administrator's file as given (nil: the default set).
 	raw []byte
 }
 
-// DefaultCapabilities is OPA's capabilities for the version Gatehouse is
-// built with, without DeniedBuiltins and with no host allowed to the
-// network builtins (allow_net: []), should an administrator's file add one
-// back without its own allow_net.
-func DefaultCapabilities() *Capabilities { return &Capabilities{} }
+// The default capabilities (the zero Capabilities, or nil) are OPA's for the
+// version Gatehouse is built with, without DeniedBuiltins and with no host
+// allowed to the network builtins (allow_net: []), should an administrator's
+// file add one back without its own allow_net.
 
 // ReadCapabilitiesFile reads an administrator's capabilities file in OPA's
 // own format (what `opa capabilities` prints and `opa build --capabilities`
@@ -84,7 +83,7 @@ func ParseCapabilities(raw []byte) (*Capabilities, error) {
 	return &Capabilities{raw: slices.Clone(raw)}, nil
 }
 
-// IsDefault reports whether c is DefaultCapabilities.
+// IsDefault reports whether c is the default capabilities.
 func (c *Capabilities) IsDefault() bool { return c == nil || c.raw == nil }
 
 // JSON is the administrator's document as given (nil for the default set),
@@ -96,10 +95,10 @@ func (c *Capabilities) JSON() []byte {
 	return slices.Clone(c.raw)
 }
 
-// OPA is the one place Gatehouse's capabilities become OPA's: every
+// opa is the one place Gatehouse's capabilities become OPA's: every
 // compiler, query and test runner of a policy takes its result. It returns
 // a new value each call (OPA's compiler may keep it).
-func (c *Capabilities) OPA() *ast.Capabilities {
+func (c *Capabilities) opa() *ast.Capabilities {
 	if !c.IsDefault() {
 		caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(c.raw))
 		if err == nil {

@@ -80,11 +80,11 @@ func TestCapabilitiesRefuseOutsideWorld(t *testing.T) {
 		}
 		_, err := Check(ctx, b)
 		wantIn("Check", err, policy.Path, 4)
-		_, err = CheckSource(ctx, b)
+		_, err = checkSource(ctx, b)
 		wantIn("CheckSource", err, policy.Path, 4)
 		wantIn("Engine.Load", NewEngine().Load(ctx, b), policy.Path, 4)
 		withTests := Bundle{Modules: []Module{DefaultBundle(nil).Modules[0], test}, Data: map[string]any{}}
-		_, err = RunBundleTests(ctx, withTests, TestOptions{})
+		_, err = runBundleTests(ctx, withTests, TestOptions{})
 		wantIn("RunBundleTests", err, test.Path, 4)
 	}
 	if n := hits.Load(); n != 0 {

@@ -2,7 +2,7 @@ package policies
 
 import "context"
 
-// CheckSource is Check without compiling the grant rules the engine
+// checkSource is Check without compiling the grant rules the engine
 // generates from the data: it validates the data against the model (and
 // decodes its bindings and roles as the generator does) and compiles the
 // bundle's own Rego, which matches grants from the data when the generated
@@ -14,6 +14,6 @@ import "context"
 // its last good policy should that fail. The control plane gates bundles
 // with it. A bundle with Rego of its own must decide the smoke inputs within
 // the evaluation bound, as under Check.
-func CheckSource(ctx context.Context, b Bundle, opts ...Option) (warnings []string, err error) {
+func checkSource(ctx context.Context, b Bundle, opts ...Option) (warnings []string, err error) {
 	return check(ctx, b, false, opts)
 }

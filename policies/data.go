@@ -89,7 +89,7 @@ const (
 
 // Deny scopes.
 const (
-	DenyScopeAll     = "all"
+	denyScopeAll     = "all"
 	DenyScopeSubject = "subject"
 )
 
@@ -202,8 +202,8 @@ func (v *validator) config(raw any) {
 		}
 	}
 	if d, ok := m["denyScope"]; ok {
-		if s, _ := d.(string); s != DenyScopeAll && s != DenyScopeSubject {
-			v.errorf("config.denyScope", "want %q or %q", DenyScopeAll, DenyScopeSubject)
+		if s, _ := d.(string); s != denyScopeAll && s != DenyScopeSubject {
+			v.errorf("config.denyScope", "want %q or %q", denyScopeAll, DenyScopeSubject)
 		}
 	}
 }

@@ -25,22 +25,22 @@ const (
 	hardStopFactor = 10
 )
 
-// EvalTimeoutError is the error of an evaluation the engine stopped because
+// evalTimeoutError is the error of an evaluation the engine stopped because
 // it ran past the engine's bound (WithEvalTimeout).
-type EvalTimeoutError struct {
+type evalTimeoutError struct {
 	// Limit is the bound it exceeded.
 	Limit time.Duration
 }
 
-func (e *EvalTimeoutError) Error() string {
+func (e *evalTimeoutError) Error() string {
 	return fmt.Sprintf("policy evaluation exceeded %v and was stopped", e.Limit)
 }
 
-// EvalMemoryError is the error of an evaluation the engine stopped because
+// evalMemoryError is the error of an evaluation the engine stopped because
 // the process was past its memory limit while it ran (see memoryGauge).
-type EvalMemoryError struct{}
+type evalMemoryError struct{}
 
-func (e *EvalMemoryError) Error() string {
+func (e *evalMemoryError) Error() string {
 	return "policy evaluation stopped: the process is over its memory limit"
 }
 

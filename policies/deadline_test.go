@@ -69,7 +69,7 @@ func TestEvaluationPastTheBoundIsStoppedAndDenied(t *testing.T) {
 	// its stop signal to the next one.
 	for i := range 3 {
 		d, err := decideWithin(t, e, context.Background(), slow)
-		var te *EvalTimeoutError
+		var te *evalTimeoutError
 		if !errors.As(err, &te) || te.Limit != bound {
 			t.Fatalf("round %d: err = %v, want an *EvalTimeoutError of %v", i, err, bound)
 		}
@@ -89,7 +89,7 @@ func TestEvaluationPastTheBoundIsStoppedAndDenied(t *testing.T) {
 		t.Errorf("three stopped evaluations allocated %d MiB, want under 256 MiB", alloc>>20)
 	}
 
-	s := e.Stats()
+	s := e.stats()
 	if s.Timeouts != 3 || s.Errors != 3 || s.Evaluations != 6 {
 		t.Fatalf("stats %+v, want 3 timeouts and errors of 6 evaluations", s)
 	}
@@ -117,7 +117,7 @@ func TestEvaluationPastTheBoundInShadowModeIsAllowed(t *testing.T) {
 	if err != nil || !d.Allow || !d.Shadow || !strings.Contains(d.Reason, "exceeded 20ms") {
 		t.Fatalf("decision %+v, err %v: want a shadow allowance that names the bound", d, err)
 	}
-	if s := e.Stats(); s.Timeouts != 1 {
+	if s := e.stats(); s.Timeouts != 1 {
 		t.Fatalf("stats %+v, want one timeout", s)
 	}
 }
@@ -130,11 +130,11 @@ func TestCallerCancellationIsNotATimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	d, err := decideWithin(t, e, ctx, Input{User: User{ID: "alice"}, Extension: "slow"})
-	var te *EvalTimeoutError
+	var te *evalTimeoutError
 	if err == nil || errors.As(err, &te) || d.Allow {
 		t.Fatalf("decision %+v, err %v: want a denial for the cancelled context, not a timeout", d, err)
 	}
-	if s := e.Stats(); s.Timeouts != 0 || s.Errors != 1 {
+	if s := e.stats(); s.Timeouts != 0 || s.Errors != 1 {
 		t.Fatalf("stats %+v, want one error and no timeout", s)
 	}
 	if d := decide(t, e, Input{User: User{ID: "alice"}, Extension: "fast"}); !d.Allow {
@@ -148,7 +148,7 @@ func TestCheckRefusesAPolicyThatCannotDecideInTime(t *testing.T) {
 	always.Modules[0].Source = []byte(strings.Replace(string(always.Modules[0].Source),
 		`decision := {"allow": true, "reason": "fast"} if input.extension != "slow"`, "", 1))
 	_, err := Check(ctx, always, WithEvalTimeout(20*time.Millisecond))
-	var te *EvalTimeoutError
+	var te *evalTimeoutError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "the example request for an Application") {
 		t.Fatalf("Check = %v, want an *EvalTimeoutError naming the example request", err)
 	}

@@ -18,7 +18,7 @@
 // Every compile (the engine, Check, the test runner) uses the bundle's
 // Capabilities: OPA's builtins without those that reach the network or the
 // host (DeniedBuiltins), or an administrator's file. Limits runs the
-// accept-time checks (CheckSource, RunBundleTests) in a Sandbox: a child
+// accept-time checks (checkSource, runBundleTests) in a Sandbox: a child
 // process under a memory budget.
 //
 // The admin commands (policycli) call RunTests (gatehouse policy test),

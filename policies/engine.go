@@ -18,8 +18,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
 )
 
-// ErrNoPolicy is returned by Decide before a policy has been loaded.
-var ErrNoPolicy = errors.New("no extension policy loaded")
+// errNoPolicy is returned by Decide before a policy has been loaded.
+var errNoPolicy = errors.New("no extension policy loaded")
 
 // Decision is the answer for one request.
 type Decision struct {
@@ -107,15 +107,15 @@ func WithCache(size int, ttl time.Duration) Option {
 // 10,000 (a decision that did less was waiting for a core, not running
 // away), and at ten times the bound in any case. The request is then denied
 // with a reason that says so, Decide returns an error wrapping an
-// *EvalTimeoutError, and Stats counts it in Timeouts (and Errors). The bound
+// *evalTimeoutError, and Stats counts it in Timeouts (and Errors). The bound
 // is wall-clock time, so it also keeps a decision's memory to what the
 // policy can allocate in that time.
 func WithEvalTimeout(d time.Duration) Option { return func(o *options) { o.evalTimeout = d } }
 
-// WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// withClock replaces time.Now, for tests.
+func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// NewEngine returns an Engine with no policy; Decide fails with ErrNoPolicy
+// NewEngine returns an Engine with no policy; Decide fails with errNoPolicy
 // until Load succeeds.
 func NewEngine(opts ...Option) *Engine {
 	o := options{cacheTTL: 5 * time.Second, cacheSize: 10000, globCache: 10000, evalTimeout: DefaultEvalTimeout, now: time.Now}
@@ -166,7 +166,7 @@ func (e *Engine) Load(ctx context.Context, b Bundle) error {
 // (extensions/input.example.json) and the same request for a system
 // extension under the evaluation bound (WithEvalTimeout; the other options
 // are ignored): a policy that cannot decide those in time would deny every
-// request like them, so it is refused with an *EvalTimeoutError in its
+// request like them, so it is refused with an *evalTimeoutError in its
 // error.
 func Check(ctx context.Context, b Bundle, opts ...Option) (warnings []string, err error) {
 	return check(ctx, b, true, opts)
@@ -228,8 +228,8 @@ type Stats struct {
 	CacheEntries                                          int
 }
 
-// Stats returns the engine's counters.
-func (e *Engine) Stats() Stats {
+// stats returns the engine's counters.
+func (e *Engine) stats() Stats {
 	s := Stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(),
 		Errors: e.errs.Load(), Timeouts: e.timeouts.Load()}
 	if c := e.state.Load(); c != nil && c.cache != nil {
@@ -245,7 +245,7 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	c := e.state.Load()
 	if c == nil {
-		return Decision{}, ErrNoPolicy
+		return Decision{}, errNoPolicy
 	}
 	start := time.Now()
 	in.normalize()
@@ -266,11 +266,11 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	if err != nil {
 		e.errs.Add(1)
 		reason := "denied: the policy could not be evaluated"
-		if te := (*EvalTimeoutError)(nil); errors.As(err, &te) {
+		if te := (*evalTimeoutError)(nil); errors.As(err, &te) {
 			e.timeouts.Add(1)
 			reason = "denied: " + te.Error() + "; ask an administrator to make the policy faster"
 		}
-		if me := (*EvalMemoryError)(nil); errors.As(err, &me) {
+		if me := (*evalMemoryError)(nil); errors.As(err, &me) {
 			reason = "denied: " + me.Error() + "; try again, and if it persists ask an administrator"
 		}
 		if !c.enforcing {
@@ -312,7 +312,7 @@ func (c *compiled) eval(ctx context.Context, in *Input, timeout time.Duration) (
 // the context, collects metrics and converts the result to Go values: about
 // a quarter of the cost of an uncached decision. Cancellation still follows
 // ctx, and an evaluation running past timeout (if above 0) is stopped with
-// an *EvalTimeoutError.
+// an *evalTimeoutError.
 func (c *compiled) evalQuery(ctx context.Context, input ast.Value, timeout time.Duration) (ast.Value, error) {
 	txn, err := c.store.NewTransaction(ctx)
 	if err != nil {
@@ -349,9 +349,9 @@ func (c *compiled) evalQuery(ctx context.Context, input ast.Value, timeout time.
 	}
 	switch {
 	case err != nil && outOfMemory:
-		return nil, &EvalMemoryError{}
+		return nil, &evalMemoryError{}
 	case err != nil && timedOut:
-		return nil, &EvalTimeoutError{Limit: timeout}
+		return nil, &evalTimeoutError{Limit: timeout}
 	}
 	return out, err
 }
@@ -538,10 +538,10 @@ func compileModules(b Bundle, src bundleSource, generate bool) (*ast.Compiler, a
 		if err != nil {
 			return nil, nil, fmt.Errorf("policy %s: %w", src.name, inFile(DataFile, err))
 		}
-		modules[GeneratedModulePath] = mod
+		modules[generatedModulePath] = mod
 	}
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(src.regoVersion).WithEnablePrintStatements(false).
-		WithCapabilities(b.Capabilities.OPA())
+		WithCapabilities(b.Capabilities.opa())
 	compiler.Compile(modules)
 	if compiler.Failed() {
 		explainUndefined(compiler.Errors, b.Capabilities)

@@ -109,7 +109,7 @@ func TestDecideHeadersAndMethodCase(t *testing.T) {
 
 func TestNoPolicy(t *testing.T) {
 	_, err := NewEngine().Decide(context.Background(), appInput("alice", nil, "metrics", "GET"))
-	if !errors.Is(err, ErrNoPolicy) {
+	if !errors.Is(err, errNoPolicy) {
 		t.Fatalf("err = %v, want ErrNoPolicy", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestDecisionCache(t *testing.T) {
 	now := time.Unix(1000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e := exampleEngine(t, WithCache(64, 2*time.Second), WithClock(clock))
+	e := exampleEngine(t, WithCache(64, 2*time.Second), withClock(clock))
 	in := appInput("alice", nil, "metrics", "GET")
 	if d := decide(t, e, in); d.Cached {
 		t.Fatal("first decision cached")
@@ -219,7 +219,7 @@ func TestDecisionCache(t *testing.T) {
 	for i := range 500 {
 		decide(t, e, appInput(fmt.Sprintf("user-%d", i), nil, "metrics", "GET"))
 	}
-	if n := e.Stats().CacheEntries; n > 64 {
+	if n := e.stats().CacheEntries; n > 64 {
 		t.Fatalf("cache holds %d entries, bound is 64", n)
 	}
 	// Dropped on policy change.
@@ -243,7 +243,7 @@ func TestDecisionCache(t *testing.T) {
 	if d := decide(t, e, in); d.Cached {
 		t.Fatal("Flush kept the entry")
 	}
-	s := e.Stats()
+	s := e.stats()
 	if s.CacheHits == 0 || s.CacheMisses == 0 || s.Evaluations != s.CacheMisses {
 		t.Fatalf("stats %+v", s)
 	}
@@ -514,7 +514,7 @@ func TestLoadDir(t *testing.T) {
 
 func TestRunTestsReportsFailures(t *testing.T) {
 	b := Bundle{Modules: []Module{{Path: "p_test.rego", Source: []byte("package p\n\ntest_good if true\n\ntest_bad if 1 == 2\n")}}}
-	report, err := RunBundleTests(context.Background(), b, TestOptions{})
+	report, err := runBundleTests(context.Background(), b, TestOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

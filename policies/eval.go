@@ -17,14 +17,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown/lineage"
 )
 
-// ExplanationRule is the rule `policy eval --explain` prints when a policy
+// explanationRule is the rule `policy eval --explain` prints when a policy
 // defines it (the default policy does): the roles, grants and checks behind
 // the decision.
-const ExplanationRule = "data.gatehouse.extensions.explanation"
+const explanationRule = "data.gatehouse.extensions.explanation"
 
 // Explain modes for EvalOptions.Explain, as in `opa eval --explain`.
 const (
-	ExplainNone  = ""
+	explainNone  = ""
 	ExplainNotes = "notes" // the policy's trace() notes and the explanation
 	ExplainFails = "fails" // plus every expression that failed
 	ExplainFull  = "full"  // plus the whole OPA trace
@@ -33,7 +33,7 @@ const (
 // EvalOptions tune Eval.
 type EvalOptions struct {
 	Explain string
-	// Capabilities the policy is compiled with (nil: DefaultCapabilities).
+	// Capabilities the policy is compiled with (nil: the default capabilities).
 	Capabilities *Capabilities
 }
 
@@ -42,12 +42,12 @@ type EvalReport struct {
 	Decision Decision
 	// Err is why the policy could not decide (the decision is then a
 	// denial, as in the proxy): an evaluation error, or an
-	// *EvalTimeoutError.
+	// *evalTimeoutError.
 	Err error
 	// UsesDefaultPolicy: the policy directory had no policy module, so the
 	// embedded default policy decided (Bundle.UsesDefaultPolicy).
 	UsesDefaultPolicy bool
-	// Explanation is the value of ExplanationRule, if the policy has it and
+	// Explanation is the value of explanationRule, if the policy has it and
 	// Explain was asked for.
 	Explanation any
 	// Trace is OPA's trace, filtered by the explain mode.
@@ -66,16 +66,16 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, opts EvalOptions
 	if err != nil {
 		return nil, fmt.Errorf("read input: %w", err)
 	}
-	in, err := DecodeInput(raw)
+	in, err := decodeInput(raw)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", inputFile, err)
 	}
-	return Eval(ctx, b, in, opts)
+	return eval(ctx, b, in, opts)
 }
 
-// DecodeInput reads an Input from JSON; unknown fields are errors, so a
+// decodeInput reads an Input from JSON; unknown fields are errors, so a
 // misspelt field cannot silently change the answer.
-func DecodeInput(raw []byte) (Input, error) {
+func decodeInput(raw []byte) (Input, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var in Input
@@ -111,13 +111,13 @@ func jsonError(err error) string {
 	return fmt.Sprintf("want %s, got %s", want, te.Value)
 }
 
-// Eval decides one input with bundle b, as the proxy would (but uncached,
+// eval decides one input with bundle b, as the proxy would (but uncached,
 // with the engine's evaluation bound), and explains the decision when
 // asked. An error of the evaluation is in the report, with the denial; the
 // error returned means the policy or the options are unusable.
-func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalReport, error) {
+func eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalReport, error) {
 	switch opts.Explain {
-	case ExplainNone, ExplainNotes, ExplainFails, ExplainFull:
+	case explainNone, ExplainNotes, ExplainFails, ExplainFull:
 	default:
 		return nil, fmt.Errorf("explain %q: use notes, fails or full", opts.Explain)
 	}
@@ -127,7 +127,7 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 	}
 	d, err := e.Decide(ctx, in)
 	report := &EvalReport{Decision: d, Err: err, UsesDefaultPolicy: b.UsesDefaultPolicy}
-	if err != nil || opts.Explain == ExplainNone {
+	if err != nil || opts.Explain == explainNone {
 		return report, nil
 	}
 	// Tracing costs several times the decision, which kept to the bound.
@@ -151,8 +151,8 @@ func Eval(ctx context.Context, b Bundle, in Input, opts EvalOptions) (*EvalRepor
 	var buf bytes.Buffer
 	topdown.PrettyTraceWithLocation(&buf, events)
 	report.Trace = buf.String()
-	if len(c.compiler.GetRules(ast.MustParseRef(ExplanationRule))) > 0 {
-		pq, err := rego.New(rego.Compiler(c.compiler), rego.Store(c.store), rego.Query(ExplanationRule)).PrepareForEval(ctx)
+	if len(c.compiler.GetRules(ast.MustParseRef(explanationRule))) > 0 {
+		pq, err := rego.New(rego.Compiler(c.compiler), rego.Store(c.store), rego.Query(explanationRule)).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("explain: %w", err)
 		}

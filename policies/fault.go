@@ -31,7 +31,7 @@ func FilesAtFault(err error) []string {
 			continue
 		}
 		f := e.Location.File
-		if f == GeneratedModulePath {
+		if f == generatedModulePath {
 			f = DataFile
 		}
 		if !slices.Contains(files, f) {

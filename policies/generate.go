@@ -8,15 +8,15 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// GeneratedPackage is the package of the module the engine builds from
+// generatedPackage is the package of the module the engine builds from
 // data.gatehouse when a policy refers to it (the default policy does): the
 // grants as Rego rules, so that OPA's rule indexer picks the few that can
 // apply to a request instead of the policy scanning every grant of every role.
-const GeneratedPackage = "data.gatehouse.generated"
+const generatedPackage = "data.gatehouse.generated"
 
-// GeneratedModulePath names the generated module in compiler messages and
+// generatedModulePath names the generated module in compiler messages and
 // traces.
-const GeneratedModulePath = "(generated)/gatehouse/generated.rego"
+const generatedModulePath = "(generated)/gatehouse/generated.rego"
 
 // generatedHeader is the part of the generated module that does not depend
 // on data.
@@ -25,7 +25,7 @@ const generatedHeader = `package gatehouse.generated
 
 // refersToGenerated reports whether a module reads the generated package.
 func refersToGenerated(modules map[string]*ast.Module) bool {
-	generatedRef := ast.MustParseRef(GeneratedPackage)
+	generatedRef := ast.MustParseRef(generatedPackage)
 	found := false
 	for _, m := range modules {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
@@ -45,17 +45,17 @@ func refersToGenerated(modules map[string]*ast.Module) bool {
 // engine owns it, and two definitions would not compile anyway, with a less
 // helpful message.
 func checkNotGenerated(modules map[string]*ast.Module) error {
-	generatedRef := ast.MustParseRef(GeneratedPackage)
+	generatedRef := ast.MustParseRef(generatedPackage)
 	for path, m := range modules {
 		if m.Package.Path.HasPrefix(generatedRef) {
-			return inFile(path, fmt.Errorf("%s: package %s is reserved for the module the engine generates from data.%s", path, GeneratedPackage, DataKey))
+			return inFile(path, fmt.Errorf("%s: package %s is reserved for the module the engine generates from data.%s", path, generatedPackage, DataKey))
 		}
 	}
 	return nil
 }
 
 // generateGrants builds the generated module for the data.gatehouse document
-// of data (validated by ValidateData). It defines, in GeneratedPackage, the
+// of data (validated by ValidateData). It defines, in generatedPackage, the
 // roles whose grants apply to the request, for reasons, explanations and
 // deny scope "subject":
 //
@@ -106,7 +106,7 @@ func generateGrants(data map[string]any) (*ast.Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate grants: %w", err)
 	}
-	mod, err := ast.ParseModuleWithOpts(GeneratedModulePath, generatedHeader, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	mod, err := ast.ParseModuleWithOpts(generatedModulePath, generatedHeader, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, fmt.Errorf("generate grants: header: %w", err)
 	}
@@ -255,7 +255,7 @@ func (g *generator) append(name string, head *ast.Head, b *body) {
 	}
 	// No source text: printers that find text in a location print it
 	// instead of the node.
-	loc := ast.NewLocation(nil, GeneratedModulePath, g.row, 1)
+	loc := ast.NewLocation(nil, generatedModulePath, g.row, 1)
 	g.row++
 	g.rules[name]++
 	r := &ast.Rule{

@@ -200,9 +200,9 @@ func TestGeneratedGrantsMatchData(t *testing.T) {
 		data map[string]any
 		ins  []Input
 	}{
-		{"random, deny scope all", randomData(1, DenyScopeAll, true), randomInputs(1, 600)},
+		{"random, deny scope all", randomData(1, denyScopeAll, true), randomInputs(1, 600)},
 		{"random, deny scope subject", randomData(2, DenyScopeSubject, true), randomInputs(2, 600)},
-		{"random, no applications get", randomData(3, DenyScopeAll, false), randomInputs(3, 600)},
+		{"random, no applications get", randomData(3, denyScopeAll, false), randomInputs(3, 600)},
 		{"random, other grants", randomData(4, DenyScopeSubject, true), randomInputs(4, 600)},
 		{"benchmark shape", genData(3, scale{roles: 40, users: 30, groups: 10}), genInputs(300, 11, scale{roles: 40, users: 30, groups: 10})},
 		{"example data", ExampleBundle().Data, exampleInputs()},
@@ -215,7 +215,7 @@ func TestGeneratedGrantsMatchData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := generated.compiler.Modules[GeneratedModulePath]; !ok {
+			if _, ok := generated.compiler.Modules[generatedModulePath]; !ok {
 				t.Fatal("no generated module")
 			}
 			fromData, _, err := compileBundleWith(ctx, b, nil, false)
@@ -293,7 +293,7 @@ func TestGeneratedModuleIsWhatTheParserMakes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parsed, err := ast.ParseModuleWithOpts(GeneratedModulePath, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+			parsed, err := ast.ParseModuleWithOpts(generatedModulePath, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, src)
 			}
@@ -370,7 +370,7 @@ func TestGeneratedOnlyWhenReferred(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.compiler.Modules[GeneratedModulePath]; ok {
+	if _, ok := c.compiler.Modules[generatedModulePath]; ok {
 		t.Fatal("generated rules for a policy that does not read them")
 	}
 	reserved := ExampleBundle()

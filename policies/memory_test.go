@@ -43,7 +43,7 @@ func TestEvaluationOverTheMemoryLimitIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := decideWithin(t, e, context.Background(), Input{User: User{ID: "mallory"}, Extension: "metrics"})
-	var me *EvalMemoryError
+	var me *evalMemoryError
 	if !errors.As(err, &me) || d.Allow {
 		t.Fatalf("mallory: %+v, %v; want denied with an *EvalMemoryError", d, err)
 	}

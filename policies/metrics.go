@@ -40,7 +40,7 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.e.Stats()
+	s := c.e.stats()
 	counter := func(d *prometheus.Desc, v uint64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}

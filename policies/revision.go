@@ -5,25 +5,25 @@ import (
 	"unicode/utf8"
 )
 
-// MaxRevisionBytes bounds a policy's revision: the .manifest revision, or
+// maxRevisionBytes bounds a policy's revision: the .manifest revision, or
 // the revisions of several sources joined ("grants=v3,rules=2026.11").
 // OPA sets no bound, but the revision is in every decision's log line and
 // in the proxy's line for every snapshot it serves, so a bundle could make
 // each of them megabytes long. A revision names a version (a commit, a tag,
 // a date, a digest: tens of bytes); 1 KiB leaves room for a dozen sources'
 // joined.
-const MaxRevisionBytes = 1024
+const maxRevisionBytes = 1024
 
 // logRevisionBytes is how much of a revision ShortRevision keeps.
 const logRevisionBytes = 128
 
-// checkRevision refuses a revision longer than MaxRevisionBytes. Its
+// checkRevision refuses a revision longer than maxRevisionBytes. Its
 // error does not quote the revision: the caller names the policy by it,
 // shortened.
 func checkRevision(rev string) error {
-	if len(rev) > MaxRevisionBytes {
+	if len(rev) > maxRevisionBytes {
 		return fmt.Errorf("the revision is %d bytes, more than the %d allowed: name the version (a commit, a tag, a date), not its content",
-			len(rev), MaxRevisionBytes)
+			len(rev), maxRevisionBytes)
 	}
 	return nil
 }

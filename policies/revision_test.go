@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// A revision longer than MaxRevisionBytes is refused like any broken
+// A revision longer than maxRevisionBytes is refused like any broken
 // policy: the last good one keeps serving, the error blames the manifest,
 // and neither the error nor the log line carries the revision whole.
 func TestRevisionIsBounded(t *testing.T) {
@@ -18,8 +18,8 @@ func TestRevisionIsBounded(t *testing.T) {
 		bytes  int
 		loaded bool
 	}{
-		{"at the bound", MaxRevisionBytes, true},
-		{"one byte over", MaxRevisionBytes + 1, false},
+		{"at the bound", maxRevisionBytes, true},
+		{"one byte over", maxRevisionBytes + 1, false},
 		{"20 MB", 20 << 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestRevisionIsBounded(t *testing.T) {
 // build) refuses it too, blaming the manifest.
 func TestCheckSourceRefusesALongRevision(t *testing.T) {
 	b := ExampleBundle()
-	b.Manifest.Revision = strings.Repeat("r", MaxRevisionBytes+1)
-	_, err := CheckSource(context.Background(), b)
+	b.Manifest.Revision = strings.Repeat("r", maxRevisionBytes+1)
+	_, err := checkSource(context.Background(), b)
 	if err == nil || !strings.Contains(err.Error(), "more than the 1024 allowed") {
 		t.Fatalf("err = %.300v, want the revision refused for its length", err)
 	}

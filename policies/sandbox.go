@@ -23,7 +23,7 @@ import (
 // smoke inputs, running its Rego tests) run. The controller, the webhook
 // and the CLI check every policy through a Limits, so they refuse alike.
 type Limits struct {
-	// Capabilities: nil is DefaultCapabilities.
+	// Capabilities: nil is the default capabilities.
 	Capabilities *Capabilities
 	// Sandbox runs the checks in a child process under a memory budget;
 	// nil runs them in this process (tests, and callers that accept that a
@@ -54,21 +54,21 @@ type Sandbox struct {
 	Timeout time.Duration
 }
 
-// MemoryBudgetError is a check that ran out of its sandbox's memory.
-type MemoryBudgetError struct {
+// memoryBudgetError is a check that ran out of its sandbox's memory.
+type memoryBudgetError struct {
 	Budget int64
 }
 
-func (e *MemoryBudgetError) Error() string {
+func (e *memoryBudgetError) Error() string {
 	return fmt.Sprintf("the policy check needed more than its memory budget of %d MiB: the policy (or one of its tests) builds values too large to decide requests (look for numbers.range, sprintf widths or comprehensions over large collections); the last good policy stays in force",
 		e.Budget>>20)
 }
 
-// CheckSource is CheckSource with l's capabilities, in l's sandbox.
+// checkSource is checkSource with l's capabilities, in l's sandbox.
 func (l Limits) CheckSource(ctx context.Context, b Bundle, opts ...Option) ([]string, error) {
 	b.Capabilities = l.Capabilities
 	if l.Sandbox == nil {
-		return CheckSource(ctx, b, opts...)
+		return checkSource(ctx, b, opts...)
 	}
 	o := options{evalTimeout: DefaultEvalTimeout}
 	for _, opt := range opts {
@@ -81,11 +81,11 @@ func (l Limits) CheckSource(ctx context.Context, b Bundle, opts ...Option) ([]st
 	return resp.Warnings, resp.err()
 }
 
-// RunBundleTests is RunBundleTests with l's capabilities, in l's sandbox.
+// runBundleTests is runBundleTests with l's capabilities, in l's sandbox.
 func (l Limits) RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
 	b.Capabilities = l.Capabilities
 	if l.Sandbox == nil {
-		return RunBundleTests(ctx, b, opts)
+		return runBundleTests(ctx, b, opts)
 	}
 	var resp sandboxResponse
 	if err := l.Sandbox.run(ctx, sandboxRequest{Op: opTest, Bundle: toWire(b), Test: opts}, &resp); err != nil {
@@ -227,7 +227,7 @@ func (s *Sandbox) run(ctx context.Context, req sandboxRequest, resp *sandboxResp
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case runErr != nil && ranOutOfMemory(runErr, stderr.String()):
-		return &MemoryBudgetError{Budget: budget}
+		return &memoryBudgetError{Budget: budget}
 	case runErr != nil:
 		return fmt.Errorf("policy sandbox: the check failed (%w): %s", runErr, headLine(stderr.String()))
 	}
@@ -311,10 +311,10 @@ func ServeSandbox(ctx context.Context, r io.Reader, w io.Writer) error {
 	var checkErr error
 	switch req.Op {
 	case opCheck:
-		resp.Warnings, checkErr = CheckSource(ctx, b, WithEvalTimeout(req.EvalTimeout))
+		resp.Warnings, checkErr = checkSource(ctx, b, WithEvalTimeout(req.EvalTimeout))
 	case opTest:
 		var report TestReport
-		report, checkErr = RunBundleTests(ctx, b, req.Test)
+		report, checkErr = runBundleTests(ctx, b, req.Test)
 		for _, res := range report.Results {
 			resp.Results = append(resp.Results, fromResult(res))
 		}

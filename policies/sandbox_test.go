@@ -63,7 +63,7 @@ func TestSandboxRefusesPolicyThatExhaustsMemory(t *testing.T) {
 
 func wantBudget(t *testing.T, what string, err error) {
 	t.Helper()
-	var mb *MemoryBudgetError
+	var mb *memoryBudgetError
 	if !errors.As(err, &mb) {
 		t.Fatalf("%s: %v, want a *MemoryBudgetError", what, err)
 	}
@@ -89,7 +89,7 @@ func TestSandboxAnswersAsInProcess(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("the default policy's tests: %v, %d results", err, len(rep.Results))
 	}
-	inProcess, err := RunBundleTests(ctx, withTests, TestOptions{})
+	inProcess, err := runBundleTests(ctx, withTests, TestOptions{})
 	if err != nil || len(inProcess.Results) != len(rep.Results) {
 		t.Fatalf("in process: %v, %d results; sandboxed %d", err, len(inProcess.Results), len(rep.Results))
 	}

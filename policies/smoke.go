@@ -10,7 +10,7 @@ import (
 // smokeInputs are the requests Check decides: the example input, for an
 // Application, and the same user calling a system extension.
 func smokeInputs() []Input {
-	app, err := DecodeInput(ExampleInput())
+	app, err := decodeInput(ExampleInput())
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", exampleInputPath, err)) // embedded at build time
 	}
@@ -32,11 +32,11 @@ func (c *compiled) smokeTest(ctx context.Context, timeout time.Duration) error {
 		var err error
 		for range 2 {
 			_, err = c.eval(ctx, &in, timeout)
-			if te := (*EvalTimeoutError)(nil); !errors.As(err, &te) {
+			if te := (*evalTimeoutError)(nil); !errors.As(err, &te) {
 				break
 			}
 		}
-		if te := (*EvalTimeoutError)(nil); errors.As(err, &te) {
+		if te := (*evalTimeoutError)(nil); errors.As(err, &te) {
 			kind := "the example request for an Application"
 			if in.Application == nil {
 				kind = "the example request for a system extension"

@@ -26,9 +26,9 @@ import (
 // many files through; this one counts every byte the archive expands to.
 const DefaultMaxBundleBytes = 32 << 20
 
-// SigningKeyID is the key id Gatehouse signs bundles with and verifies them
+// signingKeyID is the key id Gatehouse signs bundles with and verifies them
 // against, OPA's default ("default", as `opa build --signing-key` writes).
-const SigningKeyID = "default"
+const signingKeyID = "default"
 
 // Errors ReadTarball wraps, so that callers can tell a person what failed.
 var (
@@ -37,8 +37,8 @@ var (
 	// ErrSignature: a verification key was given and the bundle is not
 	// signed with it, or its files do not match the signature.
 	ErrSignature = errors.New("bundle signature")
-	// ErrInvalidBundle: anything else that makes the archive unusable.
-	ErrInvalidBundle = errors.New("invalid bundle")
+	// errInvalidBundle: anything else that makes the archive unusable.
+	errInvalidBundle = errors.New("invalid bundle")
 )
 
 // TarballOptions tune ReadTarball.
@@ -106,11 +106,11 @@ func ReadTarball(raw []byte, o TarballOptions) (*Tarball, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidBundle, err) //nolint:errorlint // as above
+		return nil, fmt.Errorf("%w: %v", errInvalidBundle, err) //nolint:errorlint // as above
 	}
 	t, err := fromOPABundle(&b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidBundle, err) //nolint:errorlint // as above
+		return nil, fmt.Errorf("%w: %v", errInvalidBundle, err) //nolint:errorlint // as above
 	}
 	t.Signed, t.Bytes, t.HasManifest = scan.signed, scan.bytes, scan.manifest
 	return t, nil
@@ -128,7 +128,7 @@ func scanTarball(raw []byte, limit int64) (tarballScan, error) {
 	var s tarballScan
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return s, fmt.Errorf("%w: not a gzip-compressed tar archive: %v", ErrInvalidBundle, err) //nolint:errorlint // as above
+		return s, fmt.Errorf("%w: not a gzip-compressed tar archive: %v", errInvalidBundle, err) //nolint:errorlint // as above
 	}
 	// The files' contents count against limit; tar's headers and padding
 	// are allowed as much again (plus room for a long name), so the work a
@@ -144,14 +144,14 @@ func scanTarball(raw []byte, limit int64) (tarballScan, error) {
 			return s, tooLarge(limit)
 		}
 		if err != nil {
-			return s, fmt.Errorf("%w: read the archive: %v", ErrInvalidBundle, err) //nolint:errorlint // as above
+			return s, fmt.Errorf("%w: read the archive: %v", errInvalidBundle, err) //nolint:errorlint // as above
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue // OPA reads regular files only
 		}
 		name := strings.TrimPrefix(h.Name, "/")
 		if name == "" || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." || strings.Contains(name, `\`) {
-			return s, fmt.Errorf("%w: file %q: want a plain relative path", ErrInvalidBundle, h.Name)
+			return s, fmt.Errorf("%w: file %q: want a plain relative path", errInvalidBundle, h.Name)
 		}
 		s.bytes += h.Size
 		if h.Size < 0 || s.bytes > limit {
@@ -167,13 +167,13 @@ func scanTarball(raw []byte, limit int64) (tarballScan, error) {
 			if counted.left <= 0 {
 				return s, tooLarge(limit)
 			}
-			return s, fmt.Errorf("%w: read %s: %v", ErrInvalidBundle, h.Name, err) //nolint:errorlint // as above
+			return s, fmt.Errorf("%w: read %s: %v", errInvalidBundle, h.Name, err) //nolint:errorlint // as above
 		}
 	}
 	// The gzip stream may go on past the tar's end (a bomb in trailing
 	// data, a second member): drain it under the same bound.
 	if _, err := io.Copy(io.Discard, counted); err != nil && counted.left > 0 {
-		return s, fmt.Errorf("%w: read the archive: %v", ErrInvalidBundle, err) //nolint:errorlint // as above
+		return s, fmt.Errorf("%w: read the archive: %v", errInvalidBundle, err) //nolint:errorlint // as above
 	}
 	if counted.left <= 0 {
 		return s, tooLarge(limit)
@@ -216,7 +216,7 @@ func readOPABundle(raw []byte, limit int64, key *VerificationKey) (bundle.Bundle
 			return bundle.Bundle{}, err
 		}
 		r = r.WithBundleVerificationConfig(bundle.NewVerificationConfig(
-			map[string]*bundle.KeyConfig{SigningKeyID: {Key: string(key.PEM), Algorithm: alg}}, SigningKeyID, "", nil))
+			map[string]*bundle.KeyConfig{signingKeyID: {Key: string(key.PEM), Algorithm: alg}}, signingKeyID, "", nil))
 	}
 	return r.Read()
 }
@@ -412,7 +412,7 @@ func WriteTarball(w io.Writer, b Bundle, tests []Module, o WriteOptions) error {
 				return fmt.Errorf("signing key: %w", err)
 			}
 		}
-		if err := ob.GenerateSignature(bundle.NewSigningConfig(string(o.SigningKey), alg, ""), SigningKeyID, false); err != nil {
+		if err := ob.GenerateSignature(bundle.NewSigningConfig(string(o.SigningKey), alg, ""), signingKeyID, false); err != nil {
 			return fmt.Errorf("sign the bundle: %w", err)
 		}
 	}

@@ -18,7 +18,7 @@ func FuzzReadTarball(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		tb, err := ReadTarball(raw, TarballOptions{MaxBytes: limit})
 		if err != nil {
-			if !errors.Is(err, ErrInvalidBundle) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrSignature) {
+			if !errors.Is(err, errInvalidBundle) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrSignature) {
 				t.Fatalf("an error of no kind: %v", err)
 			}
 			return

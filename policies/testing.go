@@ -78,11 +78,11 @@ func RunTests(ctx context.Context, dir string, opts TestOptions) (TestReport, er
 	if err != nil {
 		return TestReport{}, err
 	}
-	return RunBundleTests(ctx, b, opts)
+	return runBundleTests(ctx, b, opts)
 }
 
-// RunBundleTests is RunTests for a bundle already in memory.
-func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
+// runBundleTests is RunTests for a bundle already in memory.
+func runBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport, error) {
 	// OPA's runner reports a bad filter as an error of the policy.
 	if _, err := regexp.Compile(opts.Run); err != nil {
 		return TestReport{}, fmt.Errorf("select tests by %q: not a regular expression: %w", opts.Run, err)
@@ -109,7 +109,7 @@ func RunBundleTests(ctx context.Context, b Bundle, opts TestOptions) (TestReport
 	// The same capabilities as the engine's: a test must not reach the
 	// network or the host either.
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(regoVersion).WithEnablePrintStatements(true).
-		WithCapabilities(b.Capabilities.OPA())
+		WithCapabilities(b.Capabilities.opa())
 	runner := tester.NewRunner().
 		SetCompiler(compiler).
 		SetDefaultRegoVersion(regoVersion).

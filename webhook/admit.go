@@ -103,7 +103,7 @@ func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, 
 	}
 	rules := NewRules(func() *settings.Settings { return s }, cluster)
 	rules.patterns = nspattern.NewRunCache()
-	config := NewConfigRules(o.ControlPlaneNamespace, sel.objects(), o.PolicyLimits)
+	config := newConfigRules(o.ControlPlaneNamespace, sel.objects(), o.PolicyLimits)
 	results := make([]AdmitResult, 0, len(sel.entries))
 	for _, e := range sel.entries {
 		r, err := admitOne(ctx, rules, config, cluster, e, o.DefaultNamespace)
@@ -115,23 +115,23 @@ func Admit(ctx context.Context, paths []string, o AdmitOptions) ([]AdmitResult, 
 	return results, notes, nil
 }
 
-func admitOne(ctx context.Context, rules *Rules, config *ConfigRules, cluster *MemoryCluster, e entry, defaultNS string) (AdmitResult, error) {
+func admitOne(ctx context.Context, rules *Rules, config *configRules, cluster *MemoryCluster, e entry, defaultNS string) (AdmitResult, error) {
 	r := AdmitResult{Kind: e.obj.Kind, Namespace: e.obj.Namespace(defaultNS), Name: e.obj.Meta.Name, Origin: e.obj.Origin}
 	var err error
 	switch {
 	case e.refusal != "":
 		r.Verdict = deny(e.refusal)
 	case e.app != nil:
-		r.Verdict, err = rules.Application(ctx, Create, e.app, nil)
+		r.Verdict, err = rules.application(ctx, create, e.app, nil)
 		if err == nil && r.Verdict.Allowed {
 			cluster.AddApplication(e.app)
 		}
 	case e.proj != nil:
-		r.Verdict, err = rules.AppProject(ctx, Create, e.proj, nil)
+		r.Verdict, err = rules.appProject(ctx, create, e.proj, nil)
 	case e.bundle != nil:
-		r.Verdict, err = config.PolicyBundle(ctx, Create, e.bundle)
+		r.Verdict, err = config.policyBundle(ctx, create, e.bundle)
 	default:
-		r.Verdict, err = config.ConfigMap(ctx, Create, e.config)
+		r.Verdict, err = config.configMap(ctx, create, e.config)
 	}
 	if err != nil {
 		return r, fmt.Errorf("review %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
@@ -240,8 +240,8 @@ func (sel *selection) keep(obj *kubeyaml.Object, gk schema.GroupKind) {
 // a warning: it may be created another way, and usually is). The other
 // policy ConfigMaps are those the controller compiles: labelled, whatever
 // their name, as the webhook lists them in a cluster (install.go).
-func (sel *selection) objects() ConfigObjects {
-	return ConfigObjects{
+func (sel *selection) objects() configObjects {
+	return configObjects{
 		ConfigMap: func(_ context.Context, name string) (*corev1.ConfigMap, error) { return sel.configMaps[name], nil },
 		PolicyConfigMaps: func(context.Context) ([]corev1.ConfigMap, error) {
 			var out []corev1.ConfigMap

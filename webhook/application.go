@@ -14,8 +14,8 @@ import (
 // label tracking stores the Application's instance name in.
 const maxLabelValue = 63
 
-// Application reviews an Application. old is nil on CREATE.
-func (r *Rules) Application(ctx context.Context, op Operation, app, old *v1alpha1.Application) (Verdict, error) {
+// application reviews an Application. old is nil on CREATE.
+func (r *Rules) application(ctx context.Context, op Operation, app, old *v1alpha1.Application) (Verdict, error) {
 	if op == Delete {
 		return allow(), nil
 	}

@@ -424,9 +424,9 @@ func TestApplication(t *testing.T) {
 			r := newRules(s, newCluster(tt.projects, tt.existing))
 			op := tt.op
 			if op == "" {
-				op = Create
+				op = create
 			}
-			got, err := r.Application(context.Background(), op, tt.app, tt.old)
+			got, err := r.application(context.Background(), op, tt.app, tt.old)
 			checkVerdict(t, got, err, tt.want)
 		})
 	}
@@ -439,7 +439,7 @@ func TestApplicationDenyTextSameForMissingAndForbiddenProject(t *testing.T) {
 	a := app("team-a", "x", "secret")
 	review := func(c Cluster) Verdict {
 		t.Helper()
-		v, err := newRules(s, c).Application(context.Background(), Create, a, nil)
+		v, err := newRules(s, c).application(context.Background(), create, a, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -474,21 +474,21 @@ func TestApplicationClusterErrors(t *testing.T) {
 		app, old *v1alpha1.Application
 	}{
 		{name: "project lookup on CREATE", cluster: failingCluster{MemoryCluster: mem, projectErr: errUnavailable},
-			op: Create, app: app("team-a", "x", "team")},
+			op: create, app: app("team-a", "x", "team")},
 		{name: "project lookup on UPDATE keeping spec.project", cluster: failingCluster{MemoryCluster: mem, projectErr: errUnavailable},
 			op: Update, app: app("team-a", "x", "team"), old: app("team-a", "x", "team")},
 		{name: "project lookup on UPDATE changing spec.project", cluster: failingCluster{MemoryCluster: mem, projectErr: errUnavailable},
 			op: Update, app: app("team-a", "x", "team"), old: app("team-a", "x", "old")},
 		{name: "quota project lookup in the control plane", cluster: failingCluster{MemoryCluster: mem, projectErr: errUnavailable},
-			op: Create, app: app(cp, "x", "team")},
+			op: create, app: app(cp, "x", "team")},
 		{name: "quota count on CREATE", cluster: failingCluster{MemoryCluster: mem, appsErr: errUnavailable},
-			op: Create, app: app("team-a", "x", "team")},
+			op: create, app: app("team-a", "x", "team")},
 		{name: "quota count on UPDATE changing spec.project", cluster: failingCluster{MemoryCluster: mem, appsErr: errUnavailable},
 			op: Update, app: app("team-a", "x", "team"), old: app("team-a", "x", "old")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := newRules(s, tt.cluster).Application(context.Background(), tt.op, tt.app, tt.old)
+			got, err := newRules(s, tt.cluster).application(context.Background(), tt.op, tt.app, tt.old)
 			checkClusterError(t, got, err, "team")
 		})
 	}

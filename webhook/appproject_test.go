@@ -186,9 +186,9 @@ func TestAppProject(t *testing.T) {
 			}
 			op := tt.op
 			if op == "" {
-				op = Create
+				op = create
 			}
-			got, err := newRules(s, newCluster(ps, tt.existing)).AppProject(context.Background(), op, tt.proj, tt.old)
+			got, err := newRules(s, newCluster(ps, tt.existing)).appProject(context.Background(), op, tt.proj, tt.old)
 			checkVerdict(t, got, err, tt.want)
 		})
 	}
@@ -199,14 +199,14 @@ func TestAppProjectClusterErrors(t *testing.T) {
 	c := failingCluster{MemoryCluster: newCluster(nil, apps(app("team-b", "x", "team"))), appsErr: errUnavailable}
 	r := newRules(s, c)
 
-	got, err := r.AppProject(context.Background(), Update, proj("team", "team-a"), proj("team", "team-a", "team-b"))
+	got, err := r.appProject(context.Background(), Update, proj("team", "team-a"), proj("team", "team-a", "team-b"))
 	checkClusterError(t, got, err, "team")
 
-	got, err = r.AppProject(context.Background(), Delete, nil, proj("team", "team-*"))
+	got, err = r.appProject(context.Background(), Delete, nil, proj("team", "team-*"))
 	checkClusterError(t, got, err, "team")
 
 	// An override does not turn a failed lookup into an allow.
-	got, err = r.AppProject(context.Background(), Delete, nil, allowOrphans(proj("team", "team-*")))
+	got, err = r.appProject(context.Background(), Delete, nil, allowOrphans(proj("team", "team-*")))
 	checkClusterError(t, got, err, "team")
 }
 

@@ -14,14 +14,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
-// IndexProject is the cache index of Applications by project name (empty
+// indexProject is the cache index of Applications by project name (empty
 // spec.project indexed as "default").
-const IndexProject = "spec.project"
+const indexProject = "spec.project"
 
-// IndexApplicationsByProject registers IndexProject with the cache; call it
+// indexApplicationsByProject registers indexProject with the cache; call it
 // before the cache starts.
-func IndexApplicationsByProject(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &v1alpha1.Application{}, IndexProject, func(o client.Object) []string {
+func indexApplicationsByProject(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &v1alpha1.Application{}, indexProject, func(o client.Object) []string {
 		app, ok := o.(*v1alpha1.Application)
 		if !ok {
 			return nil
@@ -34,11 +34,11 @@ func IndexApplicationsByProject(ctx context.Context, indexer client.FieldIndexer
 	return nil
 }
 
-// CacheCluster answers the rules from the controller's shared watch cache.
+// cacheCluster answers the rules from the controller's shared watch cache.
 // AppProjects are read on every review, so it keeps its own name → project
 // map, fed by the AppProject informer: a lookup is a map read with no copy,
 // where a cache Get copies the object and resolves its REST mapping.
-type CacheCluster struct {
+type cacheCluster struct {
 	reader                client.Reader
 	controlPlaneNamespace string
 
@@ -47,12 +47,12 @@ type CacheCluster struct {
 	synced   func() bool
 }
 
-// NewCacheCluster reads AppProjects from controlPlaneNamespace and
-// Applications from every namespace through c (IndexProject must be
+// newCacheCluster reads AppProjects from controlPlaneNamespace and
+// Applications from every namespace through c (indexProject must be
 // registered). Call it before the cache starts; Ready reports when the
 // project map has caught up with the cache.
-func NewCacheCluster(ctx context.Context, c cache.Cache, controlPlaneNamespace string) (*CacheCluster, error) {
-	cc := &CacheCluster{reader: c, controlPlaneNamespace: controlPlaneNamespace, projects: map[string]*v1alpha1.AppProject{}}
+func newCacheCluster(ctx context.Context, c cache.Cache, controlPlaneNamespace string) (*cacheCluster, error) {
+	cc := &cacheCluster{reader: c, controlPlaneNamespace: controlPlaneNamespace, projects: map[string]*v1alpha1.AppProject{}}
 	inf, err := c.GetInformer(ctx, &v1alpha1.AppProject{})
 	if err != nil {
 		return nil, fmt.Errorf("watch AppProjects: %w", err)
@@ -71,14 +71,14 @@ func NewCacheCluster(ctx context.Context, c cache.Cache, controlPlaneNamespace s
 
 // Ready is a readiness check: nil once every AppProject in the cache is in
 // the project map.
-func (c *CacheCluster) Ready(*http.Request) error {
+func (c *cacheCluster) Ready(*http.Request) error {
 	if !c.synced() {
 		return errors.New("AppProjects not loaded yet")
 	}
 	return nil
 }
 
-func (c *CacheCluster) put(obj any) {
+func (c *cacheCluster) put(obj any) {
 	p, ok := obj.(*v1alpha1.AppProject)
 	if !ok || p.Namespace != c.controlPlaneNamespace {
 		return
@@ -88,7 +88,7 @@ func (c *CacheCluster) put(obj any) {
 	c.mu.Unlock()
 }
 
-func (c *CacheCluster) remove(obj any) {
+func (c *cacheCluster) remove(obj any) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -103,17 +103,17 @@ func (c *CacheCluster) remove(obj any) {
 
 // Project implements Cluster. The object is shared with the cache: the
 // rules only read it.
-func (c *CacheCluster) Project(_ context.Context, name string) (*v1alpha1.AppProject, error) {
+func (c *cacheCluster) Project(_ context.Context, name string) (*v1alpha1.AppProject, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.projects[name], nil
 }
 
 // ApplicationsOfProject implements Cluster.
-func (c *CacheCluster) ApplicationsOfProject(ctx context.Context, project string) ([]AppRef, error) {
+func (c *cacheCluster) ApplicationsOfProject(ctx context.Context, project string) ([]AppRef, error) {
 	var list v1alpha1.ApplicationList
 	// The rules only read names, so skip the deep copy of every item.
-	if err := c.reader.List(ctx, &list, client.MatchingFields{IndexProject: project}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.reader.List(ctx, &list, client.MatchingFields{indexProject: project}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	refs := make([]AppRef, len(list.Items))

@@ -22,10 +22,10 @@ import (
 // the controller reads them (by label alone).
 func policyLabelled(labels map[string]string) bool { return labels[gatehousev1.LabelPolicy] == "true" }
 
-// ConfigObjects is how the rules for Gatehouse's own configuration objects
+// configObjects is how the rules for Gatehouse's own configuration objects
 // see the cluster. Every function may be nil; the checks that need it are
 // then skipped.
-type ConfigObjects struct {
+type configObjects struct {
 	// ConfigMap returns a ConfigMap of the control-plane namespace (nil
 	// when it does not exist).
 	ConfigMap func(ctx context.Context, name string) (*corev1.ConfigMap, error)
@@ -37,27 +37,27 @@ type ConfigObjects struct {
 	Secret func(ctx context.Context, name string) (*corev1.Secret, error)
 }
 
-// ConfigRules check Gatehouse's configuration objects at `kubectl apply`
+// configRules check Gatehouse's configuration objects at `kubectl apply`
 // with the code the control plane builds the snapshot with: a mistake the
 // builder would refuse (and keep the last good configuration for) is
 // refused here, with the builder's message. A Secret that is missing or of
 // the wrong type is only a warning: it may be created next.
-type ConfigRules struct {
+type configRules struct {
 	controlPlane string
-	objects      ConfigObjects
+	objects      configObjects
 	limits       policies.Limits
 }
 
-// NewConfigRules returns the rules for objects of controlPlaneNamespace.
+// newConfigRules returns the rules for objects of controlPlaneNamespace.
 // A policy ConfigMap is checked under limits, as the builder checks it: the
 // same capabilities, and (with a sandbox) in a memory-bounded child, so a
 // policy cannot take the webhook down.
-func NewConfigRules(controlPlaneNamespace string, objects ConfigObjects, limits policies.Limits) *ConfigRules {
-	return &ConfigRules{controlPlane: controlPlaneNamespace, objects: objects, limits: limits}
+func newConfigRules(controlPlaneNamespace string, objects configObjects, limits policies.Limits) *configRules {
+	return &configRules{controlPlane: controlPlaneNamespace, objects: objects, limits: limits}
 }
 
-// PolicyBundle reviews a PolicyBundle.
-func (r *ConfigRules) PolicyBundle(ctx context.Context, op Operation, b *gatehousev1.PolicyBundle) (Verdict, error) {
+// policyBundle reviews a PolicyBundle.
+func (r *configRules) policyBundle(ctx context.Context, op Operation, b *gatehousev1.PolicyBundle) (Verdict, error) {
 	if op == Delete || b == nil {
 		return allow(), nil
 	}
@@ -80,7 +80,7 @@ func (r *ConfigRules) PolicyBundle(ctx context.Context, op Operation, b *gatehou
 }
 
 // referenceWarnings looks at the Secret and key the spec names.
-func (r *ConfigRules) referenceWarnings(ctx context.Context, spec *gatehousev1.PolicyBundleSpec) ([]string, error) {
+func (r *configRules) referenceWarnings(ctx context.Context, spec *gatehousev1.PolicyBundleSpec) ([]string, error) {
 	if r.objects.Secret == nil {
 		return nil, nil
 	}
@@ -147,12 +147,12 @@ func (r *ConfigRules) referenceWarnings(ctx context.Context, spec *gatehousev1.P
 	return warnings, nil
 }
 
-// ConfigMap reviews a ConfigMap of the control-plane namespace the
+// configMap reviews a ConfigMap of the control-plane namespace the
 // ValidatingWebhookConfiguration sends: a policy ConfigMap,
 // gatehouse-extensions, or argocd-cm (whose extension config only earns
 // warnings: Argo CD owns that ConfigMap, and its edits must never depend on
 // Gatehouse).
-func (r *ConfigRules) ConfigMap(ctx context.Context, op Operation, cm *corev1.ConfigMap) (Verdict, error) {
+func (r *configRules) configMap(ctx context.Context, op Operation, cm *corev1.ConfigMap) (Verdict, error) {
 	if op == Delete || cm == nil || cm.Namespace != r.controlPlane {
 		return allow(), nil
 	}
@@ -167,7 +167,7 @@ func (r *ConfigRules) ConfigMap(ctx context.Context, op Operation, cm *corev1.Co
 	return allow(), nil
 }
 
-func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
+func (r *configRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
 	src, problems, ok := policyconfig.FromConfigMap(cm.Name, cm.Data)
 	var warnings []string
 	var errs []string
@@ -217,7 +217,7 @@ func (r *ConfigRules) policyConfigMap(ctx context.Context, cm *corev1.ConfigMap)
 	return allow(warnings...), nil
 }
 
-func (r *ConfigRules) extensionsConfigMap(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
+func (r *configRules) extensionsConfigMap(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
 	in := extconfig.Input{Gatehouse: cm.Data, Secrets: r.secretLookup(ctx)}
 	if in.Gatehouse == nil {
 		in.Gatehouse = map[string]string{}
@@ -238,7 +238,7 @@ func (r *ConfigRules) extensionsConfigMap(ctx context.Context, cm *corev1.Config
 	return allow(warnings...), nil
 }
 
-func (r *ConfigRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
+func (r *configRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdict, error) {
 	in := extconfig.Input{ArgoCDCM: cm.Data, Secrets: r.secretLookup(ctx)}
 	if r.objects.ConfigMap != nil {
 		// gatehouse-extensions overrides argocd-cm's definitions of the
@@ -263,7 +263,7 @@ func (r *ConfigRules) argocdCM(ctx context.Context, cm *corev1.ConfigMap) (Verdi
 
 // secretLookup reads Secrets for extconfig; errors read as absent Secrets,
 // which the rules only warn about.
-func (r *ConfigRules) secretLookup(ctx context.Context) extconfig.SecretLookup {
+func (r *configRules) secretLookup(ctx context.Context) extconfig.SecretLookup {
 	if r.objects.Secret == nil {
 		return nil
 	}
@@ -283,9 +283,9 @@ func (r *ConfigRules) secretLookup(ctx context.Context) extconfig.SecretLookup {
 	}
 }
 
-// IgnoreNotFound makes a getter return nil for an object that does not
+// ignoreNotFound makes a getter return nil for an object that does not
 // exist.
-func IgnoreNotFound[T any](obj *T, err error) (*T, error) {
+func ignoreNotFound[T any](obj *T, err error) (*T, error) {
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -27,9 +27,9 @@ func BenchmarkPolicyConfigMapReview(b *testing.B) {
 	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"","version":"v1","kind":"ConfigMap"},` +
 		`"namespace":"argocd","name":"team-grants","operation":"CREATE","userInfo":{"username":"admin"},"object":` + string(obj) + `}}`
 	other := configMap("team-policy", policyLabel, map[string]string{"data.json": `{"gatehouse": {"config": {"defaultRoles": ["role:readonly"]}}}`})
-	h := NewConfigMapHandler(HandlerOptions{Logger: slog.New(slog.DiscardHandler)}, NewConfigRules("argocd", objects([]corev1.ConfigMap{other}, nil), policies.Limits{}))
+	h := newConfigMapHandler(HandlerOptions{Logger: slog.New(slog.DiscardHandler)}, newConfigRules("argocd", objects([]corev1.ConfigMap{other}, nil), policies.Limits{}))
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, PathConfigMaps, strings.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, pathConfigMaps, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -33,7 +33,7 @@ func TestConfigVerdictsGolden(t *testing.T) {
 		secret("creds", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson"),
 		secret("keyless", corev1.SecretTypeOpaque),
 	}
-	rules := NewConfigRules("argocd", objects(cluster, secrets), policies.Limits{})
+	rules := newConfigRules("argocd", objects(cluster, secrets), policies.Limits{})
 	svc := "services:\n- url: http://x\n"
 	configMaps := []struct {
 		name string
@@ -57,7 +57,7 @@ func TestConfigVerdictsGolden(t *testing.T) {
 	var b strings.Builder
 	ctx := context.Background()
 	for _, c := range configMaps {
-		v, err := rules.ConfigMap(ctx, Create, &c.cm)
+		v, err := rules.configMap(ctx, create, &c.cm)
 		writeVerdict(&b, "ConfigMap "+c.cm.Name+": "+c.name, v, err)
 	}
 	bundles := []struct {
@@ -76,7 +76,7 @@ func TestConfigVerdictsGolden(t *testing.T) {
 			URL: "oci://x/b:1", Verification: &gatehousev1.Verification{PublicKeyRef: gatehousev1.KeyReference{Kind: "ConfigMap", Name: "nokeys", Key: "key.pem"}}}}},
 	}
 	for _, c := range bundles {
-		v, err := rules.PolicyBundle(ctx, Create, c.b)
+		v, err := rules.policyBundle(ctx, create, c.b)
 		writeVerdict(&b, "PolicyBundle "+c.name, v, err)
 	}
 	golden(t, filepath.Join("testdata", "config-verdicts.golden"), b.String())

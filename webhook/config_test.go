@@ -20,8 +20,8 @@ import (
 )
 
 // objects is a cluster of ConfigMaps and Secrets in "argocd".
-func objects(cms []corev1.ConfigMap, secrets []corev1.Secret) ConfigObjects {
-	return ConfigObjects{
+func objects(cms []corev1.ConfigMap, secrets []corev1.Secret) configObjects {
+	return configObjects{
 		ConfigMap: func(_ context.Context, name string) (*corev1.ConfigMap, error) {
 			for i := range cms {
 				if cms[i].Name == name {
@@ -65,7 +65,7 @@ func configMap(name string, labels, data map[string]string) corev1.ConfigMap {
 var policyLabel = map[string]string{gatehousev1.LabelPolicy: "true"}
 
 func TestPolicyBundleRules(t *testing.T) {
-	rules := NewConfigRules("argocd", objects(
+	rules := newConfigRules("argocd", objects(
 		[]corev1.ConfigMap{configMap("keys", nil, map[string]string{"signer.pem": "x"})},
 		[]corev1.Secret{secret("registry", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson"), secret("web", corev1.SecretTypeOpaque, "authorization")}), policies.Limits{})
 	pb := func(ns string, spec gatehousev1.PolicyBundleSpec) *gatehousev1.PolicyBundle {
@@ -91,7 +91,7 @@ func TestPolicyBundleRules(t *testing.T) {
 			Verification: &gatehousev1.Verification{PublicKeyRef: gatehousev1.KeyReference{Kind: "ConfigMap", Name: "keys", Key: "other.pem"}}}), true, `ConfigMap "keys" has no key "other.pem"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := rules.PolicyBundle(context.Background(), Create, tc.bundle)
+			v, err := rules.policyBundle(context.Background(), create, tc.bundle)
 			checkConfigVerdict(t, v, err, tc.allowed, tc.says)
 		})
 	}
@@ -99,7 +99,7 @@ func TestPolicyBundleRules(t *testing.T) {
 
 func TestConfigMapRules(t *testing.T) {
 	existing := []corev1.ConfigMap{configMap("team-b", policyLabel, map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"bob": ["role:b"]}}}}`})}
-	rules := NewConfigRules("argocd", objects(existing, []corev1.Secret{secret("argocd-secret", corev1.SecretTypeOpaque, "metrics.token")}), policies.Limits{})
+	rules := newConfigRules("argocd", objects(existing, []corev1.Secret{secret("argocd-secret", corev1.SecretTypeOpaque, "metrics.token")}), policies.Limits{})
 	ext := func(url, header string) string {
 		return "extensions:\n- name: metrics\n  backend:\n    services:\n    - url: " + url + "\n      headers:\n      - name: Authorization\n        value: '" + header + "'\n"
 	}
@@ -127,7 +127,7 @@ func TestConfigMapRules(t *testing.T) {
 		{"another ConfigMap", configMap("argocd-rbac-cm", nil, map[string]string{"policy.csv": "garbage"}), true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := rules.ConfigMap(context.Background(), Create, &tc.cm)
+			v, err := rules.configMap(context.Background(), create, &tc.cm)
 			checkConfigVerdict(t, v, err, tc.allowed, tc.says)
 		})
 	}
@@ -156,18 +156,18 @@ func checkConfigVerdict(t *testing.T, v Verdict, err error, allowed bool, says s
 }
 
 func TestConfigHandlersCheckTheGroup(t *testing.T) {
-	rules := NewConfigRules("argocd", ConfigObjects{}, policies.Limits{})
+	rules := newConfigRules("argocd", configObjects{}, policies.Limits{})
 	o := HandlerOptions{Logger: slog.New(slog.DiscardHandler)}
 	obj, _ := json.Marshal(configMap("team-a", policyLabel, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"}))
 	review := func(group, kind string) string {
 		return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"` + group + `","version":"v1","kind":"` + kind +
 			`"},"namespace":"argocd","name":"team-a","operation":"CREATE","userInfo":{"username":"admin"},"object":` + string(obj) + `}}`
 	}
-	a := post(t, NewConfigMapHandler(o, rules), "application/json", review("", "ConfigMap"))
+	a := post(t, newConfigMapHandler(o, rules), "application/json", review("", "ConfigMap"))
 	if a.code != http.StatusOK || a.response.Allowed || a.response.Status == nil || !strings.Contains(a.response.Status.Message, "team-a/policy.rego:3") {
 		t.Fatalf("policy ConfigMap that does not compile: %d %s", a.code, a.body)
 	}
-	a = post(t, NewPolicyBundleHandler(o, rules), "application/json", review("", "ConfigMap"))
+	a = post(t, newPolicyBundleHandler(o, rules), "application/json", review("", "ConfigMap"))
 	if a.response.Allowed || !strings.Contains(a.response.Status.Message, "this webhook reviews PolicyBundle.gatehouse.io, got ConfigMap.") {
 		t.Fatalf("a ConfigMap sent to the PolicyBundle endpoint: %s", a.body)
 	}
@@ -182,7 +182,7 @@ func TestPolicyConfigMapCallingTheNetworkIsRefused(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	cm := configMap("team-a", policyLabel, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {\"allow\": true, \"reason\": http.send({\"method\": \"GET\", \"url\": \"" + srv.URL + "\"}).raw_body}\n"})
-	v, err := NewConfigRules("argocd", ConfigObjects{}, policies.Limits{}).ConfigMap(context.Background(), Create, &cm)
+	v, err := newConfigRules("argocd", configObjects{}, policies.Limits{}).configMap(context.Background(), create, &cm)
 	checkConfigVerdict(t, v, err, false, "team-a/policy.rego:3")
 	if !strings.Contains(v.Reason, "undefined function http.send") {
 		t.Errorf("the denial %q does not name http.send", v.Reason)
@@ -199,6 +199,6 @@ func TestPolicyConfigMapCallingTheNetworkIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err = NewConfigRules("argocd", ConfigObjects{}, policies.Limits{Capabilities: caps}).ConfigMap(context.Background(), Create, &cm)
+	v, err = newConfigRules("argocd", configObjects{}, policies.Limits{Capabilities: caps}).configMap(context.Background(), create, &cm)
 	checkConfigVerdict(t, v, err, true, "")
 }

@@ -43,7 +43,7 @@ func NewApplicationHandler(o HandlerOptions) http.Handler {
 		resource: v1alpha1.ResourceApplications,
 		kind:     v1alpha1.KindApplication,
 		evaluate: func(ctx context.Context, r review[reviewedApplication]) (Verdict, error) {
-			return o.Rules.Application(ctx, r.op, r.obj.application(), r.old.application())
+			return o.Rules.application(ctx, r.op, r.obj.application(), r.old.application())
 		},
 		fill: func(a *reviewedApplication, ns, name string) {
 			if a.Metadata.Namespace == "" {
@@ -86,7 +86,7 @@ func NewAppProjectHandler(o HandlerOptions) http.Handler {
 		resource: v1alpha1.ResourceAppProjects,
 		kind:     v1alpha1.KindAppProject,
 		evaluate: func(ctx context.Context, r review[v1alpha1.AppProject]) (Verdict, error) {
-			return o.Rules.AppProject(ctx, r.op, r.obj, r.old)
+			return o.Rules.appProject(ctx, r.op, r.obj, r.old)
 		},
 		fill: func(p *v1alpha1.AppProject, ns, name string) {
 			if p.Namespace == "" {
@@ -176,7 +176,7 @@ func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid s
 func (h *handler[T]) reviewFor(req *requestIn[T]) (review[T], error) {
 	rv := review[T]{op: Operation(req.Operation), obj: req.Object, old: req.OldObject}
 	switch rv.op {
-	case Create, Update:
+	case create, Update:
 		if rv.obj == nil {
 			return rv, fmt.Errorf("%s %s of %s/%s carries no object", req.Operation, h.kind, req.Namespace, req.Name)
 		}

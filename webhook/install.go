@@ -32,14 +32,14 @@ type InstallOptions struct {
 // the manager's webhook server. It returns the readiness checks the
 // webhook needs before it may answer (cache, settings and server started).
 func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[string]healthz.Checker, error) {
-	if err := IndexApplicationsByProject(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := indexApplicationsByProject(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	cluster, err := NewCacheCluster(ctx, mgr.GetCache(), o.ControlPlaneNamespace)
+	cluster, err := newCacheCluster(ctx, mgr.GetCache(), o.ControlPlaneNamespace)
 	if err != nil {
 		return nil, err
 	}
-	source := NewSettingsSource(mgr.GetCache(), o.ControlPlaneNamespace, o.Overrides, o.Logger)
+	source := newSettingsSource(mgr.GetCache(), o.ControlPlaneNamespace, o.Overrides, o.Logger)
 	if err := mgr.Add(source); err != nil {
 		return nil, fmt.Errorf("add settings source: %w", err)
 	}
@@ -51,9 +51,9 @@ func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[st
 	srv := mgr.GetWebhookServer()
 	srv.Register(PathApplications, NewApplicationHandler(hopts))
 	srv.Register(PathAppProjects, NewAppProjectHandler(hopts))
-	config := NewConfigRules(o.ControlPlaneNamespace, managerObjects(mgr, o.ControlPlaneNamespace), o.PolicyLimits)
-	srv.Register(PathPolicyBundles, NewPolicyBundleHandler(hopts, config))
-	srv.Register(PathConfigMaps, NewConfigMapHandler(hopts, config))
+	config := newConfigRules(o.ControlPlaneNamespace, managerObjects(mgr, o.ControlPlaneNamespace), o.PolicyLimits)
+	srv.Register(pathPolicyBundles, newPolicyBundleHandler(hopts, config))
+	srv.Register(pathConfigMaps, newConfigMapHandler(hopts, config))
 	return map[string]healthz.Checker{
 		"webhook":  srv.StartedChecker(),
 		"settings": source.Ready,
@@ -64,12 +64,12 @@ func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[st
 // managerObjects reads ConfigMaps from the manager's cache (it holds those
 // of the control-plane namespace) and Secrets with a direct GET: the cache
 // keeps no registry credentials, and a PolicyBundle is applied seldom.
-func managerObjects(mgr manager.Manager, ns string) ConfigObjects {
+func managerObjects(mgr manager.Manager, ns string) configObjects {
 	c, direct := mgr.GetCache(), mgr.GetAPIReader()
-	return ConfigObjects{
+	return configObjects{
 		ConfigMap: func(ctx context.Context, name string) (*corev1.ConfigMap, error) {
 			var cm corev1.ConfigMap
-			return IgnoreNotFound(&cm, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm))
+			return ignoreNotFound(&cm, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm))
 		},
 		PolicyConfigMaps: func(ctx context.Context) ([]corev1.ConfigMap, error) {
 			var list corev1.ConfigMapList
@@ -78,7 +78,7 @@ func managerObjects(mgr manager.Manager, ns string) ConfigObjects {
 		},
 		Secret: func(ctx context.Context, name string) (*corev1.Secret, error) {
 			var s corev1.Secret
-			return IgnoreNotFound(&s, direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s))
+			return ignoreNotFound(&s, direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s))
 		},
 	}
 }

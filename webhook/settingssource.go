@@ -17,10 +17,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 )
 
-// SettingsSource keeps Argo CD's settings current from argocd-cmd-params-cm
+// settingsSource keeps Argo CD's settings current from argocd-cmd-params-cm
 // and argocd-cm in the watch cache. Each change builds a new Settings value
 // and swaps it in whole, so a request never sees half of an update.
-type SettingsSource struct {
+type settingsSource struct {
 	cache     cache.Cache
 	namespace string
 	overrides settings.Overrides
@@ -29,23 +29,23 @@ type SettingsSource struct {
 	loaded    atomic.Bool
 }
 
-// NewSettingsSource starts from the overrides alone until Start reads the
+// newSettingsSource starts from the overrides alone until Start reads the
 // ConfigMaps.
-func NewSettingsSource(c cache.Cache, controlPlaneNamespace string, o settings.Overrides, logger *slog.Logger) *SettingsSource {
-	s := &SettingsSource{cache: c, namespace: controlPlaneNamespace, overrides: o, logger: logger}
+func newSettingsSource(c cache.Cache, controlPlaneNamespace string, o settings.Overrides, logger *slog.Logger) *settingsSource {
+	s := &settingsSource{cache: c, namespace: controlPlaneNamespace, overrides: o, logger: logger}
 	initial, _ := settings.Build(controlPlaneNamespace, nil, nil, o)
 	s.current.Store(initial)
 	return s
 }
 
 // NeedLeaderElection is false: every replica answers admission reviews.
-func (s *SettingsSource) NeedLeaderElection() bool { return false }
+func (s *settingsSource) NeedLeaderElection() bool { return false }
 
 // Current returns the settings in force.
-func (s *SettingsSource) Current() *settings.Settings { return s.current.Load() }
+func (s *settingsSource) Current() *settings.Settings { return s.current.Load() }
 
 // Ready is a readiness check: nil once the ConfigMaps have been read.
-func (s *SettingsSource) Ready(*http.Request) error {
+func (s *settingsSource) Ready(*http.Request) error {
 	if !s.loaded.Load() {
 		return errors.New("settings from the Argo CD ConfigMaps not loaded yet")
 	}
@@ -54,7 +54,7 @@ func (s *SettingsSource) Ready(*http.Request) error {
 
 // Start registers for ConfigMap events and loads the settings once the cache
 // has synced. It returns when ctx ends (a manager.Runnable).
-func (s *SettingsSource) Start(ctx context.Context) error {
+func (s *settingsSource) Start(ctx context.Context) error {
 	inf, err := s.cache.GetInformer(ctx, &corev1.ConfigMap{})
 	if err != nil {
 		return fmt.Errorf("watch ConfigMaps in %q: %w", s.namespace, err)
@@ -87,11 +87,11 @@ func (s *SettingsSource) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *SettingsSource) relevant(ns, name string) bool {
+func (s *settingsSource) relevant(ns, name string) bool {
 	return ns == s.namespace && (name == settings.CmdParamsConfigMap || name == settings.ArgoCDConfigMap)
 }
 
-func (s *SettingsSource) reload(ctx context.Context) {
+func (s *settingsSource) reload(ctx context.Context) {
 	cmdParams, err1 := s.data(ctx, settings.CmdParamsConfigMap)
 	argocdCM, err2 := s.data(ctx, settings.ArgoCDConfigMap)
 	if err1 != nil || err2 != nil {
@@ -109,7 +109,7 @@ func (s *SettingsSource) reload(ctx context.Context) {
 	}
 }
 
-func (s *SettingsSource) data(ctx context.Context, name string) (map[string]string, error) {
+func (s *settingsSource) data(ctx context.Context, name string) (map[string]string, error) {
 	var cm corev1.ConfigMap
 	err := s.cache.Get(ctx, types.NamespacedName{Namespace: s.namespace, Name: name}, &cm)
 	if apierrors.IsNotFound(err) {

@@ -5,7 +5,7 @@ type Operation string
 
 // The operations the rules distinguish.
 const (
-	Create Operation = "CREATE"
+	create Operation = "CREATE"
 	Update Operation = "UPDATE"
 	Delete Operation = "DELETE"
 )

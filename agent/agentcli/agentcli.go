@@ -90,14 +90,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file a snapshot may hold")
 	fs.Int64Var(&o.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "largest total size of a snapshot")
 	fs.IntVar(&o.MaxFiles, "max-files", d.MaxFiles, "most files a snapshot may hold")
-	o.Memory.AddFlags(fs, DefaultMemoryLimit, 0)
+	o.Memory.AddFlags(fs, defaultMemoryLimit, 0)
 	o.Log.AddFlags(fs)
 }
 
 // Validate reports every flag that cannot work, each on its own line; nil
 // when they can.
 func (o *Options) Validate() error {
-	errs := o.Log.Validate()
+	errs := []error{o.Log.Validate()}
 	if _, _, err := net.SplitHostPort(o.Server); err != nil {
 		errs = append(errs, fmt.Errorf("--server %q: want host:port", o.Server))
 	}
@@ -116,7 +116,7 @@ func (o *Options) Validate() error {
 	if (o.AdminCertFile == "") != (o.AdminKeyFile == "") {
 		errs = append(errs, errors.New("--admin-tls-cert-file and --admin-tls-key-file go together"))
 	}
-	return errors.Join(append(errs, o.Memory.Validate()...)...)
+	return errors.Join(append(errs, o.Memory.Validate())...)
 }
 
 // NewCommand returns the agent command named use ("agent" under

@@ -137,7 +137,7 @@ func (o *Options) metricsTLS(logger *slog.Logger) (*tls.Config, error) {
 // Validate reports every flag that cannot work, each on its own line, before
 // anything starts; nil when they can.
 func (o *Options) Validate() error {
-	errs := append(o.Log.Validate(), o.Agents.validate())
+	errs := []error{o.Log.Validate(), o.Agents.validate()}
 	if err := validateSource(o.Source); err != nil {
 		errs = append(errs, err)
 	}

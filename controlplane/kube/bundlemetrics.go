@@ -11,9 +11,9 @@ import (
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 )
 
-// ReasonUnknown labels a PolicyBundle with no Ready condition yet: the
+// reasonUnknown labels a PolicyBundle with no Ready condition yet: the
 // elected replica has not reconciled it (or there is none).
-const ReasonUnknown = "Unknown"
+const reasonUnknown = "Unknown"
 
 var descBundleReady = prometheus.NewDesc("gatehouse_controlplane_policybundle_ready",
 	"1 while a PolicyBundle's Ready condition is True, else 0; reason is the condition's (Unknown before the first reconcile). What kubectl get policybundles shows.",
@@ -43,7 +43,7 @@ func (c bundleStatusCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, b := range list.Items {
-		value, reason := 0.0, ReasonUnknown
+		value, reason := 0.0, reasonUnknown
 		if cond := meta.FindStatusCondition(b.Status.Conditions, gatehousev1.ConditionReady); cond != nil {
 			reason = cond.Reason
 			if cond.Status == "True" {

@@ -51,12 +51,12 @@ func (p Problem) ID() ID {
 	return ID{Kind: p.Kind, Name: p.Name, Key: p.Key, Extension: p.Extension, Reason: p.Reason, Message: p.Error(), Warning: p.Warning}
 }
 
-// Compare orders problems by object, then reason, then text: the order the
+// compare orders problems by object, then reason, then text: the order the
 // control plane reports them in.
-func Compare(a, b Problem) int {
+func compare(a, b Problem) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name),
 		cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Error(), b.Error()))
 }
 
 // Sort puts ps in Compare's order.
-func Sort(ps []Problem) { slices.SortFunc(ps, Compare) }
+func Sort(ps []Problem) { slices.SortFunc(ps, compare) }

@@ -62,8 +62,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate reports every flag that cannot work, each on its own line; nil
 // when they can.
 func (o *Options) Validate() error {
-	errs := o.Log.Validate()
-	errs = append(errs, o.validateShared()...)
+	errs := append([]error{o.Log.Validate()}, o.validateShared()...)
 	if _, port, err := net.SplitHostPort(o.Listen); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("--listen %q: want host:port, such as 127.0.0.1:8080", o.Listen))
 	} else if !demo.IsLoopback(o.Listen) {

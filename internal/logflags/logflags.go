@@ -5,6 +5,7 @@
 package logflags
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "log-format", "json", "log format: json or text")
 }
 
-func (o *Options) Validate() []error {
+// Validate reports every flag that cannot work, joined; nil when they can.
+func (o *Options) Validate() error {
 	var errs []error
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(o.Level)); err != nil {
@@ -32,7 +34,7 @@ func (o *Options) Validate() []error {
 	if o.Format != "json" && o.Format != "text" {
 		errs = append(errs, fmt.Errorf("--log-format %q: use json or text", o.Format))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Handler is the slog handler the flags ask for, writing to w.

@@ -29,15 +29,16 @@ func TestOptions(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			errs := o.Validate()
+			err := o.Validate()
 			if tt.wantErr != "" {
-				if len(errs) != 1 || !strings.Contains(errs[0].Error(), tt.wantErr) {
-					t.Fatalf("errors %v, want one naming %s", errs, tt.wantErr)
+				// One fault: the joined error is one line.
+				if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
 				}
 				return
 			}
-			if len(errs) > 0 {
-				t.Fatal(errs)
+			if err != nil {
+				t.Fatal(err)
 			}
 			var out bytes.Buffer
 			slog.New(o.Handler(&out)).Warn("w")

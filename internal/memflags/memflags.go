@@ -34,7 +34,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, defaultLimit string, defaultGCPerc
 	}
 }
 
-func (o *Options) Validate() []error {
+// Validate reports every flag that cannot work, joined; nil when they can.
+func (o *Options) Validate() error {
 	var errs []error
 	if _, err := ParseBytes(o.MemoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
@@ -42,7 +43,7 @@ func (o *Options) Validate() []error {
 	if o.GCPercent < 0 {
 		errs = append(errs, errors.New("--gc-percent must be positive"))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Apply sets the runtime's soft memory limit and GOGC from the flags of fs

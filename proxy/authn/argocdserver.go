@@ -170,7 +170,7 @@ func (a *argoCDAsker) check(ctx context.Context, key [sha256.Size]byte, raw, wan
 	case !info.LoggedIn:
 		return newError(ErrRevoked, "Argo CD no longer accepts this token (signed out, account disabled or without the capability, "+
 			"API key or project role token deleted, or password changed): sign in to Argo CD again")
-	case info.Iss != DefaultLocalIssuer || info.Username != want:
+	case info.Iss != defaultLocalIssuer || info.Username != want:
 		// Argo CD vouched for someone else than the token names: never
 		// let that through, whatever the cause.
 		e := newError(ErrUnavailable, "Argo CD's API server answered for another identity than the token names: an operator must check --argocd-server-url")
@@ -234,7 +234,7 @@ func unavailable(cause error) *Error {
 // they do in the key mode.
 func (st *state) verifyWithArgoCD(ctx context.Context, key [sha256.Size]byte, raw string, t *token, now time.Time) (*Identity, error) {
 	if t.alg != localAlgorithm {
-		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
+		return nil, newError(errAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
 			quote(t.alg), quote(t.claims.Issuer))
 	}
 	id, err := st.localIdentity(&t.claims, now)

@@ -163,14 +163,14 @@ func TestArgoCDServerModeRefusesWithoutAsking(t *testing.T) {
 		want  error
 	}{
 		{"expired", localToken(with(localClaims("alice:login"), "exp", t0.Add(-time.Second).Unix())), ErrExpired},
-		{"HS384", mint(map[string]any{"alg": "HS384"}, localClaims("alice:login"), noSig), ErrAlgorithm},
-		{"none", mint(map[string]any{"alg": "none"}, localClaims("alice:login"), noSig), ErrAlgorithm},
-		{"unknown algorithm", mint(map[string]any{"alg": "XS1"}, localClaims("alice:login"), noSig), ErrAlgorithm},
-		{"no iat", localToken(with(localClaims("alice:login"), "iat", nil)), ErrMalformed},
-		{"no subject", localToken(with(localClaims(""), "sub", nil)), ErrMalformed},
+		{"HS384", mint(map[string]any{"alg": "HS384"}, localClaims("alice:login"), noSig), errAlgorithm},
+		{"none", mint(map[string]any{"alg": "none"}, localClaims("alice:login"), noSig), errAlgorithm},
+		{"unknown algorithm", mint(map[string]any{"alg": "XS1"}, localClaims("alice:login"), noSig), errAlgorithm},
+		{"no iat", localToken(with(localClaims("alice:login"), "iat", nil)), errMalformed},
+		{"no subject", localToken(with(localClaims(""), "sub", nil)), errMalformed},
 		{"disabled in the snapshot", localToken(localClaims("bob:login")), ErrRevoked},
-		{"not a JWT", "abc.def", ErrMalformed},
-		{"another issuer", localToken(with(localClaims("alice:login"), "iss", "https://evil")), ErrWrongIssuer},
+		{"not a JWT", "abc.def", errMalformed},
+		{"another issuer", localToken(with(localClaims("alice:login"), "iss", "https://evil")), errWrongIssuer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestArgoCDServerModeSharesOneQuestionPerToken(t *testing.T) {
 	const n = 8
 	f := newFakeArgoCD(t)
 	f.hold = make(chan struct{})
-	a := newAuth(t, newClock(), Config{ArgoCD: f.config()}, WithCacheSize(0))
+	a := newAuth(t, newClock(), Config{ArgoCD: f.config()}, withCacheSize(0))
 	var joined sync.WaitGroup
 	joined.Add(n)
 	a.state.Load().argocd.joined = joined.Done

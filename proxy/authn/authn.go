@@ -19,35 +19,35 @@ import (
 
 // Defaults, each matching what Argo CD does when it is not configured.
 const (
-	// DefaultLocalIssuer is the iss of Argo CD's own tokens
+	// defaultLocalIssuer is the iss of Argo CD's own tokens
 	// (util/session SessionManagerClaimsIssuer).
-	DefaultLocalIssuer = "argocd"
-	// DefaultMinRefreshInterval spaces JWKS fetches triggered by unknown kids.
-	DefaultMinRefreshInterval = 30 * time.Second
-	// DefaultFetchTimeout bounds one discovery + JWKS fetch.
-	DefaultFetchTimeout = 10 * time.Second
-	// DefaultLeeway forgives a token whose nbf is this far in our future.
-	DefaultLeeway = time.Minute
-	// DefaultCacheSize is how many verified tokens are remembered.
-	DefaultCacheSize = 10000
+	defaultLocalIssuer = "argocd"
+	// defaultMinRefreshInterval spaces JWKS fetches triggered by unknown kids.
+	defaultMinRefreshInterval = 30 * time.Second
+	// defaultFetchTimeout bounds one discovery + JWKS fetch.
+	defaultFetchTimeout = 10 * time.Second
+	// defaultLeeway forgives a token whose nbf is this far in our future.
+	defaultLeeway = time.Minute
+	// defaultCacheSize is how many verified tokens are remembered.
+	defaultCacheSize = 10000
 )
 
-// DefaultGroupsClaims is Argo CD's default RBAC scope (argocd-rbac-cm scopes).
-func DefaultGroupsClaims() []string { return []string{"groups"} }
+// defaultGroupsClaims is Argo CD's default RBAC scope (argocd-rbac-cm scopes).
+func defaultGroupsClaims() []string { return []string{"groups"} }
 
-// DefaultUsernameClaims is what Argo CD shows as the user name of an SSO
+// defaultUsernameClaims is what Argo CD shows as the user name of an SSO
 // user, and sends to extensions as Argocd-Username: the email claim, falling
 // back to the user id (util/session Username).
-func DefaultUsernameClaims() []string { return []string{"email"} }
+func defaultUsernameClaims() []string { return []string{"email"} }
 
 // Kind says what sort of token an identity came from.
 type Kind string
 
 // The kinds of token Argo CD issues or accepts.
 const (
-	KindSession     Kind = "session"     // local account, after a UI or CLI login ("<account>:login")
-	KindAPIKey      Kind = "apiKey"      // local account API key ("<account>:apiKey", or a bare "<account>")
-	KindProjectRole Kind = "projectRole" // project role token ("proj:<project>:<role>")
+	kindSession     Kind = "session"     // local account, after a UI or CLI login ("<account>:login")
+	kindAPIKey      Kind = "apiKey"      // local account API key ("<account>:apiKey", or a bare "<account>")
+	kindProjectRole Kind = "projectRole" // project role token ("proj:<project>:<role>")
 	KindSSO         Kind = "sso"         // ID token from Dex or an external OIDC provider
 )
 
@@ -75,8 +75,8 @@ type Identity struct {
 	Expiry   time.Time // zero for an Argo CD API key without expiry
 }
 
-// Local reports whether Argo CD itself issued the token.
-func (id *Identity) Local() bool { return id.Kind != KindSSO }
+// local reports whether Argo CD itself issued the token.
+func (id *Identity) local() bool { return id.Kind != KindSSO }
 
 func (id *Identity) clone() *Identity {
 	c := *id
@@ -110,7 +110,7 @@ type Config struct {
 }
 
 // OIDCConfig describes the single sign-on issuer Argo CD uses: its bundled
-// Dex (see DexOIDC) or an external provider (oidc.config in argocd-cm).
+// Dex (see dexOIDC) or an external provider (oidc.config in argocd-cm).
 type OIDCConfig struct {
 	// Issuer must equal the tokens' iss exactly.
 	Issuer string
@@ -144,11 +144,11 @@ type OIDCConfig struct {
 	AllowInsecureHTTP bool
 }
 
-// DexOIDC is the configuration for Argo CD's bundled Dex: Argo CD serves it
+// dexOIDC is the configuration for Argo CD's bundled Dex: Argo CD serves it
 // under <url>/api/dex and registers the clients "argo-cd" (UI) and
 // "argo-cd-cli" (CLI) (common.DexAPIEndpoint, ArgoCDClientAppID,
 // ArgoCDCLIClientAppID; settings OAuth2AllowedAudiences).
-func DexOIDC(argoCDURL string) OIDCConfig {
+func dexOIDC(argoCDURL string) OIDCConfig {
 	return OIDCConfig{
 		Issuer:    strings.TrimSuffix(argoCDURL, "/") + "/api/dex",
 		Audiences: []string{"argo-cd", "argo-cd-cli"},
@@ -165,13 +165,13 @@ func WithClock(now func() time.Time) Option { return func(a *Authenticator) { a.
 // a token.
 func WithLogger(l *slog.Logger) Option { return func(a *Authenticator) { a.log = l } }
 
-// WithCacheSize sets how many verified tokens are remembered; 0 disables the
+// withCacheSize sets how many verified tokens are remembered; 0 disables the
 // cache.
-func WithCacheSize(n int) Option { return func(a *Authenticator) { a.cacheSize = n } }
+func withCacheSize(n int) Option { return func(a *Authenticator) { a.cacheSize = n } }
 
-// WithLeeway sets how far in the future a token's nbf may be (clock skew
+// withLeeway sets how far in the future a token's nbf may be (clock skew
 // between the issuer and this proxy). Expiry gets no leeway; see checkTimes.
-func WithLeeway(d time.Duration) Option { return func(a *Authenticator) { a.leeway = d } }
+func withLeeway(d time.Duration) Option { return func(a *Authenticator) { a.leeway = d } }
 
 // Authenticator verifies Argo CD tokens. It is safe for concurrent use; Update
 // swaps its whole configuration at once, so a request sees either the old or
@@ -207,8 +207,8 @@ func New(cfg Config, opts ...Option) (*Authenticator, error) {
 	a := &Authenticator{
 		now:       time.Now,
 		log:       slog.New(slog.DiscardHandler),
-		cacheSize: DefaultCacheSize,
-		leeway:    DefaultLeeway,
+		cacheSize: defaultCacheSize,
+		leeway:    defaultLeeway,
 	}
 	for _, o := range opts {
 		o(a)
@@ -269,9 +269,9 @@ func (a *Authenticator) build(cfg Config, prev *state) (*state, error) {
 		cache:        newCache(a.cacheSize),
 	}
 	if len(st.groupsClaims) == 0 {
-		st.groupsClaims = DefaultGroupsClaims()
+		st.groupsClaims = defaultGroupsClaims()
 	}
-	localIssuer := cmp.Or(cfg.LocalIssuer, DefaultLocalIssuer)
+	localIssuer := cmp.Or(cfg.LocalIssuer, defaultLocalIssuer)
 	st.localIssuer = localIssuer
 	var algorithms []string
 	switch {
@@ -312,10 +312,10 @@ func (a *Authenticator) build(cfg Config, prev *state) (*state, error) {
 
 func (a *Authenticator) buildOIDC(c OIDCConfig, localIssuer string, prevKeys *keySource) (*oidcVerifier, error) {
 	if c.MinRefreshInterval == 0 {
-		c.MinRefreshInterval = DefaultMinRefreshInterval
+		c.MinRefreshInterval = defaultMinRefreshInterval
 	}
 	if c.FetchTimeout == 0 {
-		c.FetchTimeout = DefaultFetchTimeout
+		c.FetchTimeout = defaultFetchTimeout
 	}
 	var errs []error
 	if err := checkURL(c.Issuer, c.AllowInsecureHTTP); err != nil {
@@ -361,7 +361,7 @@ func (a *Authenticator) buildOIDC(c OIDCConfig, localIssuer string, prevKeys *ke
 		usernameClaims:       slices.Clone(c.UsernameClaims),
 	}
 	if len(o.usernameClaims) == 0 {
-		o.usernameClaims = DefaultUsernameClaims()
+		o.usernameClaims = defaultUsernameClaims()
 	}
 	if prevKeys != nil && prevKeys.sameSource(&c) {
 		o.keys = prevKeys
@@ -395,10 +395,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Ide
 // Identity is the caller's to keep.
 func (a *Authenticator) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if raw == "" {
-		return nil, newError(ErrNoToken, "no Argo CD token: sign in to Argo CD, or send Authorization: Bearer <token>")
+		return nil, newError(errNoToken, "no Argo CD token: sign in to Argo CD, or send Authorization: Bearer <token>")
 	}
-	if len(raw) > MaxTokenBytes { // before hashing it for the cache
-		return nil, malformed("it is %d bytes long, more than the %d accepted", len(raw), MaxTokenBytes)
+	if len(raw) > maxTokenBytes { // before hashing it for the cache
+		return nil, malformed("it is %d bytes long, more than the %d accepted", len(raw), maxTokenBytes)
 	}
 	st := a.state.Load()
 	now := a.now()
@@ -421,7 +421,7 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (*Identity, erro
 	}
 	if st.cache != nil {
 		ttl := maxCacheTTL
-		if st.argocd != nil && id.Local() {
+		if st.argocd != nil && id.local() {
 			// Argo CD's yes holds only briefly: it may revoke the token
 			// at any time, and says so only when asked.
 			ttl = st.argocd.ttl

@@ -68,7 +68,7 @@ func TestCache(t *testing.T) {
 	})
 
 	t.Run("the cache is bounded", func(t *testing.T) {
-		a := newAuth(t, newClock(), Config{LocalSecretKey: testSecret}, WithCacheSize(3))
+		a := newAuth(t, newClock(), Config{LocalSecretKey: testSecret}, withCacheSize(3))
 		for i := range 10 {
 			if _, err := a.Verify(ctx, localToken(localClaims(fmt.Sprintf("user%d:login", i)))); err != nil {
 				t.Fatal(err)
@@ -81,7 +81,7 @@ func TestCache(t *testing.T) {
 
 	t.Run("a full cache sweeps out expired entries first", func(t *testing.T) {
 		clock := newClock()
-		a := newAuth(t, clock, Config{LocalSecretKey: testSecret}, WithCacheSize(2))
+		a := newAuth(t, clock, Config{LocalSecretKey: testSecret}, withCacheSize(2))
 		short := localToken(with(localClaims("short:login"), "exp", t0.Add(time.Minute).Unix()))
 		long := localToken(localClaims("long:login"))
 		_, _ = a.Verify(ctx, short)
@@ -105,7 +105,7 @@ func TestCache(t *testing.T) {
 
 	t.Run("WithCacheSize(0) turns the cache off", func(t *testing.T) {
 		checks := &countingChecker{}
-		a := newAuth(t, newClock(), Config{LocalSecretKey: testSecret, LocalChecker: checks}, WithCacheSize(0))
+		a := newAuth(t, newClock(), Config{LocalSecretKey: testSecret, LocalChecker: checks}, withCacheSize(0))
 		tok := localToken(localClaims("alice:login"))
 		_, _ = a.Verify(ctx, tok)
 		_, _ = a.Verify(ctx, tok)
@@ -130,7 +130,7 @@ func TestUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := a.Verify(ctx, oldTok)
-		wantErr(t, err, ErrBadSignature)
+		wantErr(t, err, errBadSignature)
 		if _, err := a.Verify(ctx, newTok); err != nil {
 			t.Errorf("token under the new key: %v", err)
 		}
@@ -207,7 +207,7 @@ func TestUpdate(t *testing.T) {
 					default:
 					}
 					for _, tok := range []string{oldTok, newTok} {
-						if _, err := a.Verify(ctx, tok); err != nil && !errors.Is(err, ErrBadSignature) {
+						if _, err := a.Verify(ctx, tok); err != nil && !errors.Is(err, errBadSignature) {
 							t.Errorf("unexpected error during update: %v", err)
 						}
 					}
@@ -264,7 +264,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestDexOIDC(t *testing.T) {
-	c := DexOIDC("https://argocd.example.com/")
+	c := dexOIDC("https://argocd.example.com/")
 	if c.Issuer != "https://argocd.example.com/api/dex" {
 		t.Errorf("issuer = %q", c.Issuer)
 	}

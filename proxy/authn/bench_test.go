@@ -19,9 +19,9 @@ func BenchmarkVerifyHS256(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		cache int
-	}{{"cold", 0}, {"cached", DefaultCacheSize}} {
+	}{{"cold", 0}, {"cached", defaultCacheSize}} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := New(Config{LocalSecretKey: testSecret}, WithClock(now), WithCacheSize(bc.cache))
+			a, err := New(Config{LocalSecretKey: testSecret}, WithClock(now), withCacheSize(bc.cache))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -52,10 +52,10 @@ func BenchmarkVerifySSO(b *testing.B) {
 	}{
 		{"RS256/cold", rsToken(k.rsaA, "rsa", sso), 0},
 		{"ES256/cold", mint(map[string]any{"alg": "ES256", "kid": "ec"}, sso, esSign(k.ec, crypto.SHA256)), 0},
-		{"RS256/cached", rsToken(k.rsaA, "rsa", sso), DefaultCacheSize},
+		{"RS256/cached", rsToken(k.rsaA, "rsa", sso), defaultCacheSize},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := New(Config{OIDC: is.config()}, WithClock(func() time.Time { return t0 }), WithCacheSize(bc.cache))
+			a, err := New(Config{OIDC: is.config()}, WithClock(func() time.Time { return t0 }), withCacheSize(bc.cache))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -86,9 +86,9 @@ func BenchmarkVerifyArgoCDServer(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		cache int
-	}{{"cold", 0}, {"cached", DefaultCacheSize}} {
+	}{{"cold", 0}, {"cached", defaultCacheSize}} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := New(Config{ArgoCD: f.config()}, WithClock(func() time.Time { return t0 }), WithCacheSize(bc.cache))
+			a, err := New(Config{ArgoCD: f.config()}, WithClock(func() time.Time { return t0 }), withCacheSize(bc.cache))
 			if err != nil {
 				b.Fatal(err)
 			}

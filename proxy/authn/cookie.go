@@ -28,7 +28,7 @@ func TokenFromRequest(r *http.Request) (string, error) {
 	if cookieErr != nil {
 		return "", cookieErr
 	}
-	return "", newError(ErrNoToken, "no Argo CD token: sign in to Argo CD, or send Authorization: Bearer <token>")
+	return "", newError(errNoToken, "no Argo CD token: sign in to Argo CD, or send Authorization: Bearer <token>")
 }
 
 // bearer returns the token of the first Authorization header with the Bearer
@@ -76,7 +76,7 @@ func joinCookies(cookies []*http.Cookie) (string, error) {
 	}
 	n, err := strconv.Atoi(countStr)
 	if err != nil || n < 1 || strings.Contains(part0, ":") {
-		return "", newError(ErrMalformed, "the %s cookie is damaged: sign in to Argo CD again", CookieName)
+		return "", newError(errMalformed, "the %s cookie is damaged: sign in to Argo CD again", CookieName)
 	}
 	var b strings.Builder
 	b.WriteString(part0)
@@ -86,11 +86,11 @@ func joinCookies(cookies []*http.Cookie) (string, error) {
 		name := CookieName + "-" + strconv.Itoa(i)
 		part, ok := chunks[name]
 		if !ok {
-			return "", newError(ErrMalformed, "the %s cookie says the token is split into %d cookies but %s is missing: sign in to Argo CD again",
+			return "", newError(errMalformed, "the %s cookie says the token is split into %d cookies but %s is missing: sign in to Argo CD again",
 				CookieName, n, name)
 		}
-		if b.Len()+len(part) > MaxTokenBytes {
-			return "", malformed("its cookies add up to more than %d bytes", MaxTokenBytes)
+		if b.Len()+len(part) > maxTokenBytes {
+			return "", malformed("its cookies add up to more than %d bytes", maxTokenBytes)
 		}
 		b.WriteString(part)
 	}

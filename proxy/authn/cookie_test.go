@@ -67,21 +67,21 @@ func TestTokenFromRequest(t *testing.T) {
 		{name: "a chunk sent twice keeps the last value, as in Argo CD", r: request(append([]string{split[1] + "garbage"}, split...)), want: long},
 		{name: "Authorization: Bearer", r: request(nil, "Bearer "+short), want: short},
 		{name: "bearer scheme is case-insensitive", r: request(nil, "bearer  "+short), want: short},
-		{name: "Basic credentials are not a token", r: request(nil, "Basic YWxpY2U6cHc="), wantErr: ErrNoToken},
+		{name: "Basic credentials are not a token", r: request(nil, "Basic YWxpY2U6cHc="), wantErr: errNoToken},
 		{name: "the cookie wins over Bearer", r: request(argoCDCookies(short, 4000), "Bearer other"), want: short},
 		{name: "a damaged cookie does not hide a Bearer token", r: request([]string{"argocd.token=x:y"}, "Bearer "+short), want: short},
-		{name: "an empty cookie (after logout) is no token", r: request([]string{"argocd.token="}), wantErr: ErrNoToken},
-		{name: "nothing", r: request(nil), wantErr: ErrNoToken, fragments: []string{"sign in"}},
+		{name: "an empty cookie (after logout) is no token", r: request([]string{"argocd.token="}), wantErr: errNoToken},
+		{name: "nothing", r: request(nil), wantErr: errNoToken, fragments: []string{"sign in"}},
 		{
 			name:      "a missing chunk is named",
 			r:         request(append(split[:1:1], split[2:]...)),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"argocd.token-1 is missing", "sign in"},
 		},
-		{name: "count is not a number", r: request([]string{"argocd.token=x:abc"}), wantErr: ErrMalformed},
-		{name: "count of zero", r: request([]string{"argocd.token=0:abc"}), wantErr: ErrMalformed},
-		{name: "count larger than the cookies sent", r: request([]string{"argocd.token=999999999:abc", "argocd.token-1=def"}), wantErr: ErrMalformed},
-		{name: "two colons", r: request([]string{"argocd.token=2:a:b", "argocd.token-1=c"}), wantErr: ErrMalformed},
+		{name: "count is not a number", r: request([]string{"argocd.token=x:abc"}), wantErr: errMalformed},
+		{name: "count of zero", r: request([]string{"argocd.token=0:abc"}), wantErr: errMalformed},
+		{name: "count larger than the cookies sent", r: request([]string{"argocd.token=999999999:abc", "argocd.token-1=def"}), wantErr: errMalformed},
+		{name: "two colons", r: request([]string{"argocd.token=2:a:b", "argocd.token-1=c"}), wantErr: errMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestAuthenticateWithSplitCookie(t *testing.T) {
 	}
 
 	_, err = a.Authenticate(context.Background(), request(nil))
-	wantErr(t, err, ErrNoToken)
+	wantErr(t, err, errNoToken)
 }
 
 func TestCookieTooLong(t *testing.T) {
@@ -120,5 +120,5 @@ func TestCookieTooLong(t *testing.T) {
 		cookies = append(cookies, fmt.Sprintf("argocd.token-%d=%s", i, part))
 	}
 	_, err := TokenFromRequest(request(cookies))
-	wantErr(t, err, ErrMalformed, "bytes")
+	wantErr(t, err, errMalformed, "bytes")
 }

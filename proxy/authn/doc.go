@@ -32,6 +32,6 @@
 // stay usable here until they expire.
 //
 // Every refusal is an *Error that unwraps to one sentinel (ErrExpired,
-// ErrUnknownKey, …) and whose message tells the token's holder what to do; no
+// errUnknownKey, …) and whose message tells the token's holder what to do; no
 // message or log line contains a token.
 package authn

@@ -11,15 +11,15 @@ import (
 // choose a status code with errors.Is: ErrUnavailable is the issuer's fault
 // (503), everything else is the caller's (401).
 var (
-	ErrNoToken       = errors.New("no token")
-	ErrMalformed     = errors.New("malformed token")
-	ErrAlgorithm     = errors.New("signing algorithm not accepted")
-	ErrBadSignature  = errors.New("bad signature")
-	ErrUnknownKey    = errors.New("unknown signing key")
+	errNoToken       = errors.New("no token")
+	errMalformed     = errors.New("malformed token")
+	errAlgorithm     = errors.New("signing algorithm not accepted")
+	errBadSignature  = errors.New("bad signature")
+	errUnknownKey    = errors.New("unknown signing key")
 	ErrExpired       = errors.New("token expired")
-	ErrNotYetValid   = errors.New("token not yet valid")
-	ErrWrongIssuer   = errors.New("issuer not trusted")
-	ErrWrongAudience = errors.New("audience not accepted")
+	errNotYetValid   = errors.New("token not yet valid")
+	errWrongIssuer   = errors.New("issuer not trusted")
+	errWrongAudience = errors.New("audience not accepted")
 	ErrRevoked       = errors.New("token no longer valid in Argo CD")
 	ErrUnavailable   = errors.New("signing keys unavailable")
 )
@@ -50,7 +50,7 @@ func newError(kind error, format string, args ...any) *Error {
 }
 
 func malformed(format string, args ...any) *Error {
-	return &Error{Kind: ErrMalformed, Reason: "token is malformed: " + fmt.Sprintf(format, args...)}
+	return &Error{Kind: errMalformed, Reason: "token is malformed: " + fmt.Sprintf(format, args...)}
 }
 
 // quote shortens and quotes a value taken from an unverified token (an issuer,

@@ -41,14 +41,14 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	a, err := New(Config{LocalSecretKey: testSecret, OIDC: is.config()},
-		WithClock(func() time.Time { return t0 }), WithCacheSize(0))
+		WithClock(func() time.Time { return t0 }), withCacheSize(0))
 	if err != nil {
 		f.Fatal(err)
 	}
 
 	st := a.state.Load()
 	allowed := append([]string{"HS256"}, asymmetricAlgorithms...)
-	stop := newError(ErrUnknownKey, "stop")
+	stop := newError(errUnknownKey, "stop")
 
 	f.Fuzz(func(t *testing.T, s string) {
 		// parse hands keyFor only tokens in one spelling, with an allowed
@@ -66,7 +66,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return nil, stop
 		})
-		if !errors.Is(err, stop) && !errors.Is(err, ErrMalformed) && !errors.As(err, &unexpected) {
+		if !errors.Is(err, stop) && !errors.Is(err, errMalformed) && !errors.As(err, &unexpected) {
 			t.Fatalf("parse error %v is neither ErrMalformed nor an algorithm refusal", err)
 		}
 

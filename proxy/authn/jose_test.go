@@ -62,66 +62,66 @@ func TestJOSEEdges(t *testing.T) {
 		{
 			name:      "a repeated alg whose last value is none is refused",
 			token:     signRaw(`{"alg":"HS256","alg":"none"}`, local, hs256(testSecret)),
-			wantErr:   ErrAlgorithm,
+			wantErr:   errAlgorithm,
 			fragments: []string{`"none"`},
 		},
 		{
 			name:      "crit naming any extension is refused",
 			token:     mint(map[string]any{"alg": "HS256", "crit": []string{"exp"}, "exp": 1}, local, hs256(testSecret)),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"crit"},
 		},
 		{
 			name:      "b64 false without crit is refused (RFC 7797 would change what is signed)",
 			token:     mint(map[string]any{"alg": "HS256", "b64": false}, local, hs256(testSecret)),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"b64"},
 		},
 		{
 			name:      "a kid that is not a string",
 			token:     mint(map[string]any{"alg": "RS256", "kid": 7}, sso, rsSign(k.rsaA, crypto.SHA256)),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"kid"},
 		},
 		{
 			name:    "alg that is not a string",
 			token:   mint(map[string]any{"alg": 256}, local, hs256(testSecret)),
-			wantErr: ErrMalformed,
+			wantErr: errMalformed,
 		},
 
 		// Shapes that are not a compact JWS.
 		{
 			name:      "a JWE (five parts) passed as a JWS",
 			token:     enc([]byte(`{"alg":"dir","enc":"A256GCM"}`)) + "..AAAAAAAAAAAAAAAA.c2VjcmV0.AAAAAAAAAAAAAAAAAAAAAA",
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"three"},
 		},
 		{
 			name:    "a JWE header in a three-part token",
 			token:   mint(map[string]any{"alg": "dir", "enc": "A256GCM"}, local, hs256(testSecret)),
-			wantErr: ErrAlgorithm,
+			wantErr: errAlgorithm,
 		},
 		{
 			name:    "JWS JSON serialization",
 			token:   `{"payload":"` + b64json(local) + `","protected":"` + localHeader + `","signature":"AAAA"}`,
-			wantErr: ErrMalformed,
+			wantErr: errMalformed,
 		},
 		{
 			name:      "a nested JWT (payload is another token) is not a claim set",
 			token:     signRawPayload(`{"alg":"HS256","cty":"JWT"}`, []byte(inner), hs256(testSecret)),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"JSON objects"},
 		},
 		{
 			name:      "a line break inside the signature (base64 would skip it)",
 			token:     insertAt(localToken(local), -5, "\n"),
-			wantErr:   ErrMalformed,
+			wantErr:   errMalformed,
 			fragments: []string{"line break"},
 		},
 		{
 			name:    "a signature whose last character carries stray bits",
 			token:   strayBits(localToken(local)),
-			wantErr: ErrMalformed,
+			wantErr: errMalformed,
 		},
 
 		// Keys.
@@ -129,43 +129,43 @@ func TestJOSEEdges(t *testing.T) {
 			name:      "HS256 claiming the SSO issuer, no server key configured: refused before a key is chosen",
 			token:     mint(map[string]any{"alg": "HS256", "kid": "oct"}, sso, hs256(testSecret)),
 			noLocal:   true,
-			wantErr:   ErrAlgorithm,
+			wantErr:   errAlgorithm,
 			fragments: []string{"HS256", "shared secret"},
 		},
 		{
 			name:      "HS256 naming the issuer's published oct key: never a shared secret for SSO",
 			token:     mint(map[string]any{"alg": "HS256", "kid": "oct"}, sso, hs256(testSecret)),
-			wantErr:   ErrAlgorithm,
+			wantErr:   errAlgorithm,
 			fragments: []string{"shared secret"},
 		},
 		{
 			name:      "a token signed by a published RSA key under 2048 bits: the key is not used",
 			token:     rsToken(weak, "weak", sso),
-			wantErr:   ErrUnknownKey,
+			wantErr:   errUnknownKey,
 			fragments: []string{`"weak"`},
 		},
 		{
 			name:      "ES384 naming a P-256 key",
 			token:     mint(map[string]any{"alg": "ES384", "kid": "ec"}, sso, esSign(p384, crypto.SHA384)),
-			wantErr:   ErrAlgorithm,
+			wantErr:   errAlgorithm,
 			fragments: []string{`"ES384"`, `"ec"`},
 		},
 		{
 			name:      "ES256 naming a P-384 key that pins no alg: the curve decides",
 			token:     mint(map[string]any{"alg": "ES256", "kid": "p384"}, sso, esSign(k.ec, crypto.SHA256)),
-			wantErr:   ErrAlgorithm,
+			wantErr:   errAlgorithm,
 			fragments: []string{`"p384"`},
 		},
 		{
 			name:      "ES512 without kid: no P-521 key is published",
 			token:     mint(map[string]any{"alg": "ES512"}, sso, esSign(k.ec, crypto.SHA256)),
-			wantErr:   ErrUnknownKey,
+			wantErr:   errUnknownKey,
 			fragments: []string{`"ES512"`},
 		},
 		{
 			name:    "ES256 with an ASN.1 signature instead of R||S",
 			token:   mint(map[string]any{"alg": "ES256", "kid": "ec"}, sso, esSignASN1(k.ec)),
-			wantErr: ErrBadSignature,
+			wantErr: errBadSignature,
 		},
 		{
 			name:  "PS256 with the longest salt the key allows: accepted, as go-jose (Argo CD's SSO path) does",
@@ -208,7 +208,7 @@ func TestHeadersNeverSupplyKeys(t *testing.T) {
 	defer attacker.Close()
 	cert := selfSigned(t, k.rsaB)
 	is := newIssuer(t, rsaJWK("rsa-a", &k.rsaA.PublicKey))
-	a := newAuth(t, newClock(), Config{OIDC: is.config()}, WithCacheSize(0))
+	a := newAuth(t, newClock(), Config{OIDC: is.config()}, withCacheSize(0))
 	sso := ssoClaims(is.URL())
 
 	header := func(kid string) map[string]any {
@@ -228,9 +228,9 @@ func TestHeadersNeverSupplyKeys(t *testing.T) {
 		kid  string
 		want error
 	}{
-		{kid: "attacker", want: ErrUnknownKey},
-		{kid: "rsa-a", want: ErrBadSignature},
-		{kid: "", want: ErrBadSignature},
+		{kid: "attacker", want: errUnknownKey},
+		{kid: "rsa-a", want: errBadSignature},
+		{kid: "", want: errBadSignature},
 	} {
 		_, err := a.Verify(context.Background(), mint(header(tc.kid), sso, rsSign(k.rsaB, crypto.SHA256)))
 		wantErr(t, err, tc.want)
@@ -253,7 +253,7 @@ func TestSSOAlgorithmCheckedBeforeKeyFetch(t *testing.T) {
 		mint(map[string]any{"alg": "ES256", "kid": "ec"}, ssoClaims(is.URL()), esSign(k.ec, crypto.SHA256)),
 	} {
 		_, err := a.Verify(context.Background(), tok)
-		wantErr(t, err, ErrAlgorithm)
+		wantErr(t, err, errAlgorithm)
 	}
 	if n := is.jwksHits.Load() + is.discovered.Load(); n != 0 {
 		t.Errorf("the issuer was asked %d times for tokens in a refused algorithm", n)

@@ -47,8 +47,8 @@ type keySet struct {
 }
 
 // keysFor returns the keys of the set that t may have been signed with, for
-// golang-jwt to try. It returns ErrUnknownKey when the set has no key the
-// token could be signed with, and ErrAlgorithm when the named key cannot
+// golang-jwt to try. It returns errUnknownKey when the set has no key the
+// token could be signed with, and errAlgorithm when the named key cannot
 // produce the token's algorithm.
 func (s *keySet) keysFor(t *token) (any, error) {
 	alg, kid := t.alg, t.kid
@@ -65,12 +65,12 @@ func (s *keySet) keysFor(t *token) (any, error) {
 	}
 	switch {
 	case kid != "" && named == 0:
-		return nil, newError(ErrUnknownKey, "token is signed by a key (kid %s) that the issuer does not publish (keys fetched %s): "+
+		return nil, newError(errUnknownKey, "token is signed by a key (kid %s) that the issuer does not publish (keys fetched %s): "+
 			"sign in again; if you signed in moments ago, retry shortly", quote(kid), stamp(s.fetched))
 	case len(fitting) == 0 && kid != "":
-		return nil, newError(ErrAlgorithm, "token algorithm %s does not match the issuer's key %s", quote(alg), quote(kid))
+		return nil, newError(errAlgorithm, "token algorithm %s does not match the issuer's key %s", quote(alg), quote(kid))
 	case len(fitting) == 0:
-		return nil, newError(ErrUnknownKey, "token names no key (kid) and the issuer publishes no %s key: sign in again", quote(alg))
+		return nil, newError(errUnknownKey, "token names no key (kid) and the issuer publishes no %s key: sign in again", quote(alg))
 	}
 	return jwt.VerificationKeySet{Keys: fitting}, nil
 }

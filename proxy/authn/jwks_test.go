@@ -22,7 +22,7 @@ func TestKeyRotation(t *testing.T) {
 	k := testKeys()
 	is := newIssuer(t, rsaJWK("2026-02", &k.rsaA.PublicKey))
 	clock := newClock()
-	a := newAuth(t, clock, Config{OIDC: is.config()}, WithCacheSize(0))
+	a := newAuth(t, clock, Config{OIDC: is.config()}, withCacheSize(0))
 	ctx := context.Background()
 	sso := ssoClaims(is.URL())
 	oldTok := rsToken(k.rsaA, "2026-02", sso)
@@ -41,7 +41,7 @@ func TestKeyRotation(t *testing.T) {
 			name: "issuer publishes a new key beside the old one; a token with the new kid refetches",
 			do: func() {
 				is.setKeys(rsaJWK("2026-02", &k.rsaA.PublicKey), rsaJWK("2026-03", &k.rsaB.PublicKey))
-				clock.Advance(DefaultMinRefreshInterval)
+				clock.Advance(defaultMinRefreshInterval)
 			},
 			token: newTok, wantHits: 2,
 		},
@@ -54,10 +54,10 @@ func TestKeyRotation(t *testing.T) {
 		},
 		{
 			name:  "an unknown kid after the minimum interval fetches the new set",
-			do:    func() { clock.Advance(DefaultMinRefreshInterval) },
-			token: rsToken(k.rsaB, "2026-04", sso), wantErr: ErrUnknownKey, wantHits: 3,
+			do:    func() { clock.Advance(defaultMinRefreshInterval) },
+			token: rsToken(k.rsaB, "2026-04", sso), wantErr: errUnknownKey, wantHits: 3,
 		},
-		{name: "now the old key is gone", token: oldTok, wantErr: ErrUnknownKey, wantHits: 3},
+		{name: "now the old key is gone", token: oldTok, wantErr: errUnknownKey, wantHits: 3},
 		{name: "and the new key works", token: newTok, wantHits: 3},
 	}
 	for _, s := range steps {
@@ -87,7 +87,7 @@ func TestUnknownKidsAreRateLimited(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() {
 			_, err := a.Verify(context.Background(), rsToken(k.rsaB, "forged-"+string(rune('a'+i%26)), sso))
-			if !errors.Is(err, ErrUnknownKey) {
+			if !errors.Is(err, errUnknownKey) {
 				t.Errorf("error = %v, want ErrUnknownKey", err)
 			}
 		})
@@ -97,7 +97,7 @@ func TestUnknownKidsAreRateLimited(t *testing.T) {
 		t.Errorf("JWKS fetched %d times for 50 unknown kids within the interval, want 1", got)
 	}
 
-	clock.Advance(DefaultMinRefreshInterval)
+	clock.Advance(defaultMinRefreshInterval)
 	_, _ = a.Verify(context.Background(), rsToken(k.rsaB, "forged-again", sso))
 	_, _ = a.Verify(context.Background(), rsToken(k.rsaB, "forged-and-again", sso))
 	if got := is.jwksHits.Load(); got != 2 {
@@ -109,7 +109,7 @@ func TestFailedRefreshKeepsLastGoodKeys(t *testing.T) {
 	k := testKeys()
 	is := newIssuer(t, rsaJWK("a", &k.rsaA.PublicKey))
 	clock := newClock()
-	a := newAuth(t, clock, Config{OIDC: is.config()}, WithCacheSize(0))
+	a := newAuth(t, clock, Config{OIDC: is.config()}, withCacheSize(0))
 	sso := ssoClaims(is.URL())
 	ctx := context.Background()
 
@@ -117,9 +117,9 @@ func TestFailedRefreshKeepsLastGoodKeys(t *testing.T) {
 		t.Fatalf("first token: %v", err)
 	}
 	is.status.Store(http.StatusBadGateway)
-	clock.Advance(DefaultMinRefreshInterval)
+	clock.Advance(defaultMinRefreshInterval)
 	_, err := a.Verify(ctx, rsToken(k.rsaB, "b", sso))
-	wantErr(t, err, ErrUnknownKey)
+	wantErr(t, err, errUnknownKey)
 	if is.jwksHits.Load() != 2 {
 		t.Fatalf("the unknown kid did not trigger a refresh")
 	}
@@ -131,7 +131,7 @@ func TestFailedRefreshKeepsLastGoodKeys(t *testing.T) {
 	// too, not an empty key set.
 	is.status.Store(0)
 	is.setKeys(map[string]any{"kty": "RSA", "kid": "enc", "use": "enc", "n": "AQAB", "e": "AQAB"})
-	clock.Advance(DefaultMinRefreshInterval)
+	clock.Advance(defaultMinRefreshInterval)
 	_, _ = a.Verify(ctx, rsToken(k.rsaB, "b", sso))
 	if is.jwksHits.Load() != 3 {
 		t.Fatalf("the unknown kid did not trigger a refresh")
@@ -162,7 +162,7 @@ func TestFirstFetchFailure(t *testing.T) {
 	is.status.Store(0)
 	_, err = a.Verify(context.Background(), tok)
 	wantErr(t, err, ErrUnavailable) // within the interval: no new attempt
-	clock.Advance(DefaultMinRefreshInterval)
+	clock.Advance(defaultMinRefreshInterval)
 	if _, err := a.Verify(context.Background(), tok); err != nil {
 		t.Errorf("after the interval the issuer is back: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // LocalToken is a verified Argo CD-signed token as a LocalChecker sees it.
 type LocalToken struct {
-	Kind    Kind   // KindSession, KindAPIKey or KindProjectRole
+	Kind    Kind   // kindSession, kindAPIKey or kindProjectRole
 	Account string // the local account, for sessions and API keys
 	Project string // for project role tokens
 	Role    string // for project role tokens
@@ -41,14 +41,14 @@ type LocalChecker interface {
 func parseLocalSubject(sub string) LocalToken {
 	if rest, ok := strings.CutPrefix(sub, "proj:"); ok && strings.Count(rest, ":") == 1 {
 		project, role, _ := strings.Cut(rest, ":")
-		return LocalToken{Kind: KindProjectRole, Project: project, Role: role}
+		return LocalToken{Kind: kindProjectRole, Project: project, Role: role}
 	}
 	account, rest, _ := strings.Cut(sub, ":")
 	kind, _, _ := strings.Cut(rest, ":")
 	if kind == "login" {
-		return LocalToken{Kind: KindSession, Account: account}
+		return LocalToken{Kind: kindSession, Account: account}
 	}
-	return LocalToken{Kind: KindAPIKey, Account: account}
+	return LocalToken{Kind: kindAPIKey, Account: account}
 }
 
 // Accounts is Argo CD's record of local accounts and project role tokens, as
@@ -84,7 +84,7 @@ type ProjectRoleToken struct {
 
 // CheckLocal implements LocalChecker.
 func (a *Accounts) CheckLocal(t LocalToken) error {
-	if t.Kind == KindProjectRole {
+	if t.Kind == kindProjectRole {
 		return a.checkProjectRole(t)
 	}
 	acc, ok := a.Users[t.Account]
@@ -95,7 +95,7 @@ func (a *Accounts) CheckLocal(t LocalToken) error {
 		return fmt.Errorf("account %s is disabled in Argo CD: ask an Argo CD administrator", quote(t.Account))
 	}
 	capability := "apiKey"
-	if t.Kind == KindSession {
+	if t.Kind == kindSession {
 		capability = "login"
 	}
 	if !slices.Contains(acc.Capabilities, capability) {
@@ -104,7 +104,7 @@ func (a *Accounts) CheckLocal(t LocalToken) error {
 	if t.ID == "" {
 		return errors.New("token has no id (jti) and cannot be checked against Argo CD: sign in again or create a new API key")
 	}
-	if t.Kind == KindAPIKey && !slices.Contains(acc.APIKeyIDs, t.ID) {
+	if t.Kind == kindAPIKey && !slices.Contains(acc.APIKeyIDs, t.ID) {
 		return fmt.Errorf("the API key %s of account %s was deleted in Argo CD: create a new one", quote(t.ID), quote(t.Account))
 	}
 	if !acc.PasswordMtime.IsZero() && t.IssuedAt.Before(acc.PasswordMtime) {

@@ -13,15 +13,15 @@ func TestParseLocalSubject(t *testing.T) {
 		sub  string
 		want LocalToken
 	}{
-		{"alice:login", LocalToken{Kind: KindSession, Account: "alice"}},
-		{"ci:apiKey", LocalToken{Kind: KindAPIKey, Account: "ci"}},
-		{"ci", LocalToken{Kind: KindAPIKey, Account: "ci"}},
+		{"alice:login", LocalToken{Kind: kindSession, Account: "alice"}},
+		{"ci:apiKey", LocalToken{Kind: kindAPIKey, Account: "ci"}},
+		{"ci", LocalToken{Kind: kindAPIKey, Account: "ci"}},
 		// Argo CD treats any other suffix as an API key.
-		{"ci:whatever", LocalToken{Kind: KindAPIKey, Account: "ci"}},
-		{"alice:login:extra", LocalToken{Kind: KindSession, Account: "alice"}},
-		{"proj:team-a:deployer", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer"}},
+		{"ci:whatever", LocalToken{Kind: kindAPIKey, Account: "ci"}},
+		{"alice:login:extra", LocalToken{Kind: kindSession, Account: "alice"}},
+		{"proj:team-a:deployer", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer"}},
 		// Not three parts: an account named "proj".
-		{"proj:team-a", LocalToken{Kind: KindAPIKey, Account: "proj"}},
+		{"proj:team-a", LocalToken{Kind: kindAPIKey, Account: "proj"}},
 	}
 	for _, tt := range tests {
 		if got := parseLocalSubject(tt.sub); !reflect.DeepEqual(got, tt.want) {
@@ -48,19 +48,19 @@ func TestAccountsCheckLocal(t *testing.T) {
 		token   LocalToken
 		wantErr string // empty: accepted
 	}{
-		{"session of an enabled login account", LocalToken{Kind: KindSession, Account: "alice", ID: "s", IssuedAt: issued}, ""},
-		{"API key that still exists", LocalToken{Kind: KindAPIKey, Account: "ci", ID: "key-1", IssuedAt: issued}, ""},
-		{"unknown account", LocalToken{Kind: KindSession, Account: "bob", ID: "s", IssuedAt: issued}, `no local account "bob"`},
-		{"disabled account", LocalToken{Kind: KindSession, Account: "disabled", ID: "s", IssuedAt: issued}, "disabled"},
-		{"session of an API-key-only account", LocalToken{Kind: KindSession, Account: "ci", ID: "s", IssuedAt: issued}, "login capability"},
-		{"API key of a login-only account", LocalToken{Kind: KindAPIKey, Account: "alice", ID: "key-1", IssuedAt: issued}, "apiKey capability"},
-		{"deleted API key", LocalToken{Kind: KindAPIKey, Account: "ci", ID: "key-0", IssuedAt: issued}, "was deleted"},
-		{"token without jti", LocalToken{Kind: KindSession, Account: "alice", IssuedAt: issued}, "jti"},
-		{"issued before the password changed", LocalToken{Kind: KindSession, Account: "changed", ID: "s", IssuedAt: issued}, "password"},
-		{"project token by id", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", ID: "p-1", IssuedAt: t0}, ""},
-		{"old project token by issue time", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", IssuedAt: issued}, ""},
-		{"deleted project token", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", ID: "p-0", IssuedAt: t0}, "was deleted"},
-		{"role that does not exist", LocalToken{Kind: KindProjectRole, Project: "team-b", Role: "deployer", ID: "p-1", IssuedAt: t0}, `project "team-b"`},
+		{"session of an enabled login account", LocalToken{Kind: kindSession, Account: "alice", ID: "s", IssuedAt: issued}, ""},
+		{"API key that still exists", LocalToken{Kind: kindAPIKey, Account: "ci", ID: "key-1", IssuedAt: issued}, ""},
+		{"unknown account", LocalToken{Kind: kindSession, Account: "bob", ID: "s", IssuedAt: issued}, `no local account "bob"`},
+		{"disabled account", LocalToken{Kind: kindSession, Account: "disabled", ID: "s", IssuedAt: issued}, "disabled"},
+		{"session of an API-key-only account", LocalToken{Kind: kindSession, Account: "ci", ID: "s", IssuedAt: issued}, "login capability"},
+		{"API key of a login-only account", LocalToken{Kind: kindAPIKey, Account: "alice", ID: "key-1", IssuedAt: issued}, "apiKey capability"},
+		{"deleted API key", LocalToken{Kind: kindAPIKey, Account: "ci", ID: "key-0", IssuedAt: issued}, "was deleted"},
+		{"token without jti", LocalToken{Kind: kindSession, Account: "alice", IssuedAt: issued}, "jti"},
+		{"issued before the password changed", LocalToken{Kind: kindSession, Account: "changed", ID: "s", IssuedAt: issued}, "password"},
+		{"project token by id", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", ID: "p-1", IssuedAt: t0}, ""},
+		{"old project token by issue time", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", IssuedAt: issued}, ""},
+		{"deleted project token", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", ID: "p-0", IssuedAt: t0}, "was deleted"},
+		{"role that does not exist", LocalToken{Kind: kindProjectRole, Project: "team-b", Role: "deployer", ID: "p-1", IssuedAt: t0}, `project "team-b"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,5 +94,5 @@ func TestVerifyAsksTheLocalChecker(t *testing.T) {
 	// The checker sees a token only after its signature is verified.
 	forged := mint(map[string]any{"alg": "HS256"}, localClaims("bob:login"), hs256([]byte("wrong")))
 	_, err = a.Verify(ctx, forged)
-	wantErr(t, err, ErrBadSignature)
+	wantErr(t, err, errBadSignature)
 }

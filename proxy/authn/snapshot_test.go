@@ -20,15 +20,15 @@ func TestAccountsFromSnapshot(t *testing.T) {
 		token LocalToken
 		want  string // "" for accepted, else a fragment of the refusal
 	}{
-		{"admin session after the password change", LocalToken{Kind: KindSession, Account: "admin", ID: "s", IssuedAt: at("2026-11-02T00:00:00Z")}, ""},
-		{"admin session before it", LocalToken{Kind: KindSession, Account: "admin", ID: "s", IssuedAt: at("2026-10-01T00:00:00Z")}, "password"},
-		{"a listed API key", LocalToken{Kind: KindAPIKey, Account: "ci", ID: "k1"}, ""},
-		{"a deleted API key", LocalToken{Kind: KindAPIKey, Account: "ci", ID: "k2"}, "deleted"},
-		{"a session for an API-key-only account", LocalToken{Kind: KindSession, Account: "ci", ID: "s"}, "capability"},
-		{"a disabled account", LocalToken{Kind: KindAPIKey, Account: "old", ID: "k9"}, "disabled"},
-		{"a project role token by id", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", ID: "d1", IssuedAt: time.Unix(5, 0)}, ""},
-		{"an old project role token by iat", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", IssuedAt: time.Unix(7, 0)}, ""},
-		{"a revoked project role token", LocalToken{Kind: KindProjectRole, Project: "team-a", Role: "deployer", ID: "d0", IssuedAt: time.Unix(3, 0)}, "deleted"},
+		{"admin session after the password change", LocalToken{Kind: kindSession, Account: "admin", ID: "s", IssuedAt: at("2026-11-02T00:00:00Z")}, ""},
+		{"admin session before it", LocalToken{Kind: kindSession, Account: "admin", ID: "s", IssuedAt: at("2026-10-01T00:00:00Z")}, "password"},
+		{"a listed API key", LocalToken{Kind: kindAPIKey, Account: "ci", ID: "k1"}, ""},
+		{"a deleted API key", LocalToken{Kind: kindAPIKey, Account: "ci", ID: "k2"}, "deleted"},
+		{"a session for an API-key-only account", LocalToken{Kind: kindSession, Account: "ci", ID: "s"}, "capability"},
+		{"a disabled account", LocalToken{Kind: kindAPIKey, Account: "old", ID: "k9"}, "disabled"},
+		{"a project role token by id", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", ID: "d1", IssuedAt: time.Unix(5, 0)}, ""},
+		{"an old project role token by iat", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", IssuedAt: time.Unix(7, 0)}, ""},
+		{"a revoked project role token", LocalToken{Kind: kindProjectRole, Project: "team-a", Role: "deployer", ID: "d0", IssuedAt: time.Unix(3, 0)}, "deleted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,11 +7,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// MaxTokenBytes bounds the tokens Gatehouse parses. Argo CD refuses to write a
+// maxTokenBytes bounds the tokens Gatehouse parses. Argo CD refuses to write a
 // token that needs more than ARGOCD_MAX_COOKIE_NUMBER (default 20) cookies of
 // about 4 KB, so 128 KiB leaves room for a raised limit while keeping a hostile
 // request from making us decode megabytes.
-const MaxTokenBytes = 128 << 10
+const maxTokenBytes = 128 << 10
 
 // token is a compact JWS whose header and claims golang-jwt has decoded. Its
 // claims are authentic only once parse has returned it without error.
@@ -51,8 +51,8 @@ func (e *errUnexpectedAlgorithm) Error() string { return "unexpected algorithm "
 // an algorithm on the parser's allow-list; an *Error from keyFor is returned
 // as it is.
 func parse(raw string, p *jwt.Parser, keyFor func(*token) (any, error)) (*token, error) {
-	if len(raw) > MaxTokenBytes {
-		return nil, malformed("it is %d bytes long, more than the %d accepted", len(raw), MaxTokenBytes)
+	if len(raw) > maxTokenBytes {
+		return nil, malformed("it is %d bytes long, more than the %d accepted", len(raw), maxTokenBytes)
 	}
 	// golang-jwt says the same; counting first gives the holder a plain
 	// sentence, and keeps JWE (five parts) and JWS JSON out.
@@ -152,7 +152,7 @@ func peek(raw string) (*token, error) {
 		if alg == "" {
 			return nil, malformed("header has no alg")
 		}
-		return nil, newError(ErrAlgorithm, "token algorithm %s is not accepted", quote(alg))
+		return nil, newError(errAlgorithm, "token algorithm %s is not accepted", quote(alg))
 	case err != nil:
 		e := malformed("header and payload must be base64url-encoded JSON objects, the signature base64url")
 		e.Cause = err

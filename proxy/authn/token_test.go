@@ -75,7 +75,7 @@ func TestParseClaims(t *testing.T) {
 			var got claims
 			err := parseClaims([]byte(tt.payload), &got)
 			if tt.wantErr {
-				if !errors.Is(err, ErrMalformed) {
+				if !errors.Is(err, errMalformed) {
 					t.Fatalf("error = %v, want ErrMalformed", err)
 				}
 				return
@@ -107,16 +107,16 @@ func TestParseShape(t *testing.T) {
 		t.Errorf("under another key: error = %v, want errSignature", err)
 	}
 
-	long := make([]byte, MaxTokenBytes+1)
+	long := make([]byte, maxTokenBytes+1)
 	for i := range long {
 		long[i] = 'a'
 	}
 	long[10], long[20] = '.', '.'
-	if _, err := parse(string(long), hs256Only, secret); !errors.Is(err, ErrMalformed) {
+	if _, err := parse(string(long), hs256Only, secret); !errors.Is(err, errMalformed) {
 		t.Errorf("a token over MaxTokenBytes: error = %v", err)
 	}
 	for _, s := range []string{"..", "a..", "..b", enc([]byte(`{"alg":""}`)) + "." + enc([]byte(`{}`)) + "."} {
-		if _, err := parse(s, hs256Only, secret); !errors.Is(err, ErrMalformed) {
+		if _, err := parse(s, hs256Only, secret); !errors.Is(err, errMalformed) {
 			t.Errorf("parse(%q): error = %v, want ErrMalformed", s, err)
 		}
 	}
@@ -180,7 +180,7 @@ func FuzzParseClaims(f *testing.F) {
 			t.Fatalf("parseClaims error %v, reference accepts: %v", gotErr, wantOK)
 		}
 		if gotErr != nil {
-			if !errors.Is(gotErr, ErrMalformed) {
+			if !errors.Is(gotErr, errMalformed) {
 				t.Fatalf("error %v is not ErrMalformed", gotErr)
 			}
 			return

@@ -35,7 +35,7 @@ func (st *state) verify(ctx context.Context, raw string, now time.Time) (*Identi
 			return nil, st.wrongIssuer(iss)
 		}
 	})
-	if sso && (errors.Is(err, errSignature) || errors.Is(err, ErrUnknownKey)) {
+	if sso && (errors.Is(err, errSignature) || errors.Is(err, errUnknownKey)) {
 		// The issuer may have rotated its keys since we fetched them. Ask
 		// again (at most once per MinRefreshInterval, shared by all
 		// requests) and retry once with whatever the issuer publishes now.
@@ -48,10 +48,10 @@ func (st *state) verify(ctx context.Context, raw string, now time.Time) (*Identi
 	case errors.As(err, &unexpected):
 		return nil, st.refuseAlgorithm(unexpected)
 	case errors.Is(err, errSignature) && sso:
-		return nil, newError(ErrBadSignature, "token signature does not verify with the issuer's published keys: "+
+		return nil, newError(errBadSignature, "token signature does not verify with the issuer's published keys: "+
 			"the token was altered or was not issued by this issuer; sign in again")
 	case errors.Is(err, errSignature):
-		return nil, newError(ErrBadSignature, "token signature does not match Argo CD's server key: "+
+		return nil, newError(errBadSignature, "token signature does not match Argo CD's server key: "+
 			"the key (server.secretkey in argocd-secret) was changed or the token was not issued by this Argo CD; sign in again")
 	case err != nil:
 		return nil, err
@@ -74,13 +74,13 @@ func (st *state) wrongIssuer(iss string) error {
 		trusted = append(trusted, quote(st.oidc.issuer)+" (single sign-on)")
 	}
 	if len(trusted) == 0 {
-		return newError(ErrWrongIssuer, "no token issuer is trusted here: the proxy has neither Argo CD's API server (--argocd-server-url) "+
+		return newError(errWrongIssuer, "no token issuer is trusted here: the proxy has neither Argo CD's API server (--argocd-server-url) "+
 			"or server key nor an SSO issuer configured")
 	}
 	if iss == "" {
-		return newError(ErrWrongIssuer, "token names no issuer (iss); trusted here: %s", strings.Join(trusted, ", "))
+		return newError(errWrongIssuer, "token names no issuer (iss); trusted here: %s", strings.Join(trusted, ", "))
 	}
-	return newError(ErrWrongIssuer, "token was issued by %s, which is not trusted here (trusted: %s): sign in through Argo CD",
+	return newError(errWrongIssuer, "token was issued by %s, which is not trusted here (trusted: %s): sign in through Argo CD",
 		quote(iss), strings.Join(trusted, ", "))
 }
 
@@ -105,7 +105,7 @@ func (st *state) refuseAlgorithm(u *errUnexpectedAlgorithm) error {
 	if st.oidc != nil {
 		accepted = append(accepted, st.oidc.algorithmList+" for single sign-on tokens (issuer "+quote(st.oidc.issuer)+")")
 	}
-	return newError(ErrAlgorithm, "token algorithm %s is not accepted: accepted are %s", quote(u.alg), strings.Join(accepted, "; "))
+	return newError(errAlgorithm, "token algorithm %s is not accepted: accepted are %s", quote(u.alg), strings.Join(accepted, "; "))
 }
 
 // localVerifier checks Argo CD's own tokens: HS256 over server.secretkey.
@@ -131,7 +131,7 @@ func (v *localVerifier) keyFor(t *token) (any, error) {
 }
 
 func (v *localVerifier) refuseAlgorithm(alg string) error {
-	return newError(ErrAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
+	return newError(errAlgorithm, "token algorithm %s is not accepted for Argo CD tokens (issuer %s): Argo CD signs them with HS256",
 		quote(alg), quote(v.issuer))
 }
 
@@ -165,7 +165,7 @@ func (st *state) localIdentity(c *claims, now time.Time) (*Identity, error) {
 		}
 	}
 	name := lt.Account
-	if lt.Kind == KindProjectRole {
+	if lt.Kind == kindProjectRole {
 		// Argo CD keeps the whole "proj:<project>:<role>" as the subject
 		// its RBAC and extension headers see.
 		name = c.Subject
@@ -200,7 +200,7 @@ func (o *oidcVerifier) refuseAlgorithm(alg string) error {
 	if strings.HasPrefix(alg, "HS") {
 		why = " (an SSO token is never checked with a shared secret, so a public key cannot be used as one)"
 	}
-	return newError(ErrAlgorithm, "token algorithm %s is not accepted for tokens from %s%s: accepted are %s",
+	return newError(errAlgorithm, "token algorithm %s is not accepted for tokens from %s%s: accepted are %s",
 		quote(alg), quote(o.issuer), why, o.algorithmList)
 }
 
@@ -246,7 +246,7 @@ func (o *oidcVerifier) checkAudience(c *claims) error {
 		if o.skipAudienceWhenNone {
 			return nil
 		}
-		return newError(ErrWrongAudience, "token names no audience (aud); accepted audiences are %s: sign in through Argo CD",
+		return newError(errWrongAudience, "token names no audience (aud); accepted audiences are %s: sign in through Argo CD",
 			quoteList(o.audiences))
 	}
 	for _, a := range c.Audience {
@@ -256,7 +256,7 @@ func (o *oidcVerifier) checkAudience(c *claims) error {
 			}
 		}
 	}
-	return newError(ErrWrongAudience, "token is meant for %s, not for Argo CD (accepted audiences: %s): sign in through Argo CD",
+	return newError(errWrongAudience, "token is meant for %s, not for Argo CD (accepted audiences: %s): sign in through Argo CD",
 		quoteList(c.Audience), quoteList(o.audiences))
 }
 
@@ -273,7 +273,7 @@ func checkTimes(c *claims, now time.Time, leeway time.Duration, requireExp bool)
 		return newError(ErrExpired, "token expired at %s: sign in to Argo CD again", stamp(c.Expiry))
 	}
 	if !c.NotBefore.IsZero() && now.Add(leeway).Before(c.NotBefore) {
-		return newError(ErrNotYetValid, "token is not valid before %s and the time here is %s: the clocks of the issuer and of this proxy disagree",
+		return newError(errNotYetValid, "token is not valid before %s and the time here is %s: the clocks of the issuer and of this proxy disagree",
 			stamp(c.NotBefore), stamp(now))
 	}
 	return nil

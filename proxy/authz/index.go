@@ -55,7 +55,7 @@ func NewIndex(c *snapshot.Content) *Index {
 				Destination: policies.Destination(a.Destination),
 			},
 			Project: x.projects[a.Project],
-			Cluster: x.Cluster(a.Destination),
+			Cluster: x.cluster(a.Destination),
 		}
 	}
 	return x
@@ -85,11 +85,11 @@ func (x *Index) Application(namespace, name string) *Target {
 // Project returns the project of that name, or nil.
 func (x *Index) Project(name string) *policies.Project { return x.projects[name] }
 
-// Cluster resolves an Application's destination to a cluster as Argo CD
+// cluster resolves an Application's destination to a cluster as Argo CD
 // does (argo.GetDestinationCluster): by server when the destination names a
 // server, by name when it names a cluster; a destination that names both,
 // or neither, or a cluster the snapshot does not know, resolves to nil.
-func (x *Index) Cluster(d snapshot.Destination) *policies.Cluster {
+func (x *Index) cluster(d snapshot.Destination) *policies.Cluster {
 	switch {
 	case d.Server != "" && d.Name != "":
 		return nil

@@ -27,7 +27,7 @@ func TestClusterResolvesAsArgoCD(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := x.Cluster(tt.dest)
+			got := x.cluster(tt.dest)
 			switch {
 			case tt.want == "" && got != nil:
 				t.Errorf("resolved to %+v, want none", got)

@@ -12,14 +12,14 @@ import (
 // is Argo CD's control-plane namespace there). Every other Argocd-* header a
 // client sends is removed too.
 const (
-	Username          = "Argocd-Username"
-	UserID            = "Argocd-User-Id"
-	UserGroups        = "Argocd-User-Groups"
+	username          = "Argocd-Username"
+	userID            = "Argocd-User-Id"
+	userGroups        = "Argocd-User-Groups"
 	ApplicationName   = "Argocd-Application-Name"
 	ProjectName       = "Argocd-Project-Name"
-	Namespace         = "Argocd-Namespace"
-	TargetClusterName = "Argocd-Target-Cluster-Name"
-	TargetClusterURL  = "Argocd-Target-Cluster-URL"
+	namespace         = "Argocd-Namespace"
+	targetClusterName = "Argocd-Target-Cluster-Name"
+	targetClusterURL  = "Argocd-Target-Cluster-URL"
 )
 
 // hopByHop are the headers of one connection (RFC 9110 section 7.6.1), and
@@ -90,7 +90,7 @@ func Request(in http.Header, o *Outgoing, out http.Header) http.Header {
 	}
 	named := connectionNamed(in)
 	for name, v := range in {
-		if !Crosses(name) || named != nil && named[name] {
+		if !crosses(name) || named != nil && named[name] {
 			continue
 		}
 		out[name] = v
@@ -162,16 +162,16 @@ func setIdentity(id *Identity, set func(name, v string)) {
 			set(name, value)
 		}
 	}
-	put(Username, id.Username)
-	put(UserID, id.UserID)
+	put(username, id.Username)
+	put(userID, id.UserID)
 	if len(id.Groups) > 0 {
-		put(UserGroups, strings.Join(id.Groups, ","))
+		put(userGroups, strings.Join(id.Groups, ","))
 	}
 	put(ApplicationName, id.Application)
 	put(ProjectName, id.Project)
-	put(Namespace, id.Namespace)
-	put(TargetClusterName, id.ClusterName)
-	put(TargetClusterURL, id.ClusterURL)
+	put(namespace, id.Namespace)
+	put(targetClusterName, id.ClusterName)
+	put(targetClusterURL, id.ClusterURL)
 }
 
 // CleanResponse removes from a backend response's headers the hop-by-hop

@@ -49,8 +49,8 @@ func TestConfiguredHeadersCannotPassForIdentity(t *testing.T) {
 	policy := map[string]string{"argocd-user-groups": "admins", "x-access": "read-only"}
 	out := Request(http.Header{}, &Outgoing{Configured: configured, Policy: policy, Identity: &Identity{Username: "alice", UserID: "alice-id",
 		Groups: []string{"a", "b"}, Application: "ns:app", Project: "p", Namespace: "ns", ClusterName: "prod", ClusterURL: "https://prod"}}, nil)
-	want := map[string]string{Username: "alice", UserID: "alice-id", UserGroups: "a,b", ApplicationName: "ns:app", ProjectName: "p",
-		Namespace: "ns", TargetClusterName: "prod", TargetClusterURL: "https://prod", "X-Api-Key": "v", "X-Access": "read-only", "X-Forwarded-Proto": "http"}
+	want := map[string]string{username: "alice", userID: "alice-id", userGroups: "a,b", ApplicationName: "ns:app", ProjectName: "p",
+		namespace: "ns", targetClusterName: "prod", targetClusterURL: "https://prod", "X-Api-Key": "v", "X-Access": "read-only", "X-Forwarded-Proto": "http"}
 	if len(out) != len(want) {
 		t.Errorf("headers %v", keys(out))
 	}
@@ -63,7 +63,7 @@ func TestConfiguredHeadersCannotPassForIdentity(t *testing.T) {
 	reused := http.Header{"Stale": {"x"}}
 	clear(reused)
 	unknown := Request(http.Header{}, &Outgoing{Identity: &Identity{UserID: "u", Username: "line\nbreak"}}, reused)
-	if unknown.Get(UserID) != "u" || unknown.Get(Username) != "" || unknown.Get(ApplicationName) != "" {
+	if unknown.Get(userID) != "u" || unknown.Get(username) != "" || unknown.Get(ApplicationName) != "" {
 		t.Fatalf("unknown or unsendable values were set: %v", unknown)
 	}
 }
@@ -73,16 +73,16 @@ func TestConfiguredHeadersCannotPassForIdentity(t *testing.T) {
 // user no groups), a configured or policy header of that name is still not
 // sent: setting the identity last cannot override what it does not set.
 func TestConfiguredHeadersCannotFillAnUnknownIdentity(t *testing.T) {
-	configured := []Header{{Name: ApplicationName, Value: "other-team:app"}, {Name: TargetClusterURL, Value: "https://spoof"}}
+	configured := []Header{{Name: ApplicationName, Value: "other-team:app"}, {Name: targetClusterURL, Value: "https://spoof"}}
 	policy := map[string]string{"argocd-user-groups": "admins", "argocd-project-name": "other-team"}
 	out := Request(http.Header{}, &Outgoing{Configured: configured, Policy: policy,
 		Identity: &Identity{Username: "alice", UserID: "alice", Namespace: "gitops"}}, nil)
-	for _, name := range []string{ApplicationName, ProjectName, UserGroups, TargetClusterName, TargetClusterURL} {
+	for _, name := range []string{ApplicationName, ProjectName, userGroups, targetClusterName, targetClusterURL} {
 		if v, ok := out[name]; ok {
 			t.Errorf("%s = %q was sent for an identity without one", name, v)
 		}
 	}
-	if out.Get(Username) != "alice" || out.Get(Namespace) != "gitops" {
+	if out.Get(username) != "alice" || out.Get(namespace) != "gitops" {
 		t.Fatalf("identity headers %v", out)
 	}
 }
@@ -91,8 +91,8 @@ func TestConfiguredHeadersCannotFillAnUnknownIdentity(t *testing.T) {
 // but none can be changed through another.
 func TestRequestValuesAreIndependent(t *testing.T) {
 	out := Request(http.Header{}, &Outgoing{Identity: &Identity{Username: "a", UserID: "b"}}, nil)
-	out[Username] = append(out[Username], "extra")
-	if out.Get(UserID) != "b" {
+	out[username] = append(out[username], "extra")
+	if out.Get(userID) != "b" {
 		t.Fatal("appending to one header's values changed another's")
 	}
 }

@@ -10,19 +10,19 @@ package headers
 // letter or a digit as '-'. Names holding '_' do not cross at all (nginx's
 // default): no reading can then merge two names the proxy tells apart.
 
-// Owned reports whether a client's header (or trailer) named name is one the
+// owned reports whether a client's header (or trailer) named name is one the
 // proxy sets or removes, under any reading a backend may give the name: the
 // credentials (Authorization, Cookie), Argocd-*, X-Forwarded-*, Forwarded,
 // X-Real-Ip, Proxy-* and the hop-by-hop headers.
-func Owned(name string) bool {
+func owned(name string) bool {
 	return proxySet(name) || credential(name)
 }
 
-// Crosses reports whether a client's header named name reaches the backend:
+// crosses reports whether a client's header named name reaches the backend:
 // a field name without '_' that the proxy does not own. (net/http refuses
 // a request with a name that is not a field name; it is checked again here
 // so the rule stands on its own.)
-func Crosses(name string) bool {
+func crosses(name string) bool {
 	if name == "" {
 		return false
 	}
@@ -31,7 +31,7 @@ func Crosses(name string) bool {
 			return false
 		}
 	}
-	return !Owned(name)
+	return !owned(name)
 }
 
 // SameName reports whether a and b are the same name under every reading:

@@ -24,7 +24,7 @@ var readings = map[string]func(string) string{
 // ownedNames are names the proxy sets or removes; every spelling of them a
 // reading merges with them must stay behind.
 var ownedNames = []string{
-	Username, UserID, UserGroups, ApplicationName, ProjectName, Namespace, TargetClusterName, TargetClusterURL,
+	username, userID, userGroups, ApplicationName, ProjectName, namespace, targetClusterName, targetClusterURL,
 	"Argocd-Anything", "Authorization", "Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
 	"X-Forwarded-Prefix", "X-Real-Ip", "Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer",
 	"Transfer-Encoding", "Upgrade",
@@ -43,7 +43,7 @@ func spellings(name string) []string {
 func TestOwnedSpellingsNeverCross(t *testing.T) {
 	for _, name := range ownedNames {
 		for _, s := range spellings(name) {
-			if Crosses(s) {
+			if crosses(s) {
 				t.Errorf("%q (a spelling of %s) crosses", s, name)
 			}
 		}
@@ -53,7 +53,7 @@ func TestOwnedSpellingsNeverCross(t *testing.T) {
 func TestOrdinaryNamesCross(t *testing.T) {
 	for _, name := range []string{"Accept", "Content-Type", "X-Api-Key", "Sec-Websocket-Key", "X-Request-Id", "Grpc-Timeout",
 		"Argocd", "Xforwarded-For", "X-Forwardedfor", "Authorization2", "Cookies", "Te2", "Upgrade-Insecure-Requests"} {
-		if !Crosses(name) {
+		if !crosses(name) {
 			t.Errorf("%q does not cross", name)
 		}
 	}
@@ -73,8 +73,8 @@ func TestRequestUnderEveryReading(t *testing.T) {
 	id := &Identity{Username: "alice", UserID: "alice-id", Groups: []string{"team-a"}, Application: "ns:app", Project: "p",
 		Namespace: "gitops", ClusterName: "prod", ClusterURL: "https://prod"}
 	out := Request(in, &Outgoing{RemoteAddr: "10.0.0.1:1", Identity: id}, nil)
-	trusted := map[string]string{Username: "alice", UserID: "alice-id", UserGroups: "team-a", ApplicationName: "ns:app",
-		ProjectName: "p", Namespace: "gitops", TargetClusterName: "prod", TargetClusterURL: "https://prod"}
+	trusted := map[string]string{username: "alice", userID: "alice-id", userGroups: "team-a", ApplicationName: "ns:app",
+		ProjectName: "p", namespace: "gitops", targetClusterName: "prod", targetClusterURL: "https://prod"}
 	for reading, read := range readings {
 		for _, name := range ownedNames {
 			var seen []string
@@ -134,7 +134,7 @@ func FuzzCrosses(f *testing.F) {
 	}
 	prefixes := []string{"Argocd-", "X-Forwarded-", "Proxy-"}
 	f.Fuzz(func(t *testing.T, name string) {
-		if !Crosses(name) {
+		if !crosses(name) {
 			return
 		}
 		if strings.Contains(name, "_") {

@@ -10,9 +10,9 @@ import "net/http"
 // cookies and authentication challenges. gRPC's trailers (Grpc-Status,
 // Grpc-Message, ...) pass.
 
-// TrailerCrosses reports whether a trailer named name may cross the proxy.
-func TrailerCrosses(name string) bool {
-	if !Crosses(name) || hasPrefixName(name, "content-") {
+// trailerCrosses reports whether a trailer named name may cross the proxy.
+func trailerCrosses(name string) bool {
+	if !crosses(name) || hasPrefixName(name, "content-") {
 		return false
 	}
 	for _, barred := range []string{"cache-control", "expires", "host", "location", "set-cookie", "www-authenticate"} {
@@ -30,7 +30,7 @@ func TrailerCrosses(name string) bool {
 func RequestTrailer(announced http.Header) http.Header {
 	var out http.Header
 	for name := range announced {
-		if TrailerCrosses(name) {
+		if trailerCrosses(name) {
 			if out == nil {
 				out = make(http.Header, len(announced))
 			}
@@ -52,7 +52,7 @@ func FillTrailer(to, from http.Header) {
 // not cross.
 func CleanTrailer(h http.Header) {
 	for name := range h {
-		if !TrailerCrosses(name) {
+		if !trailerCrosses(name) {
 			delete(h, name)
 		}
 	}

@@ -117,7 +117,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate reports every fault of the options, one line each; nil when
 // they are fine.
 func (o *Options) Validate() error {
-	errs := o.Log.Validate()
+	errs := []error{o.Log.Validate()}
 	if o.SnapshotDir == "" {
 		errs = append(errs, errors.New("--snapshot-dir must name the shared volume"))
 	}
@@ -130,7 +130,7 @@ func (o *Options) Validate() error {
 	if o.Memory.GCPercent <= 0 {
 		errs = append(errs, errors.New("--gc-percent must be positive"))
 	}
-	errs = append(errs, o.Memory.Validate()...)
+	errs = append(errs, o.Memory.Validate())
 	return errors.Join(errs...)
 }
 

@@ -77,16 +77,11 @@ func (g *Glob) Match(name string) bool {
 	return g.g.Match(name)
 }
 
-// Plain reports whether gobwas/glob v1.0.0 (Gatehouse's and OPA's
-// glob.match) matches the glob exactly as Argo CD does, so that it can be
-// handed to them as it is.
-func (g *Glob) Plain() bool { return g.around == nil }
-
 // Overlaps returns the names Argo CD matches with the glob that gobwas/glob
 // v1.0.0 does not: for a literal prefix and suffix around stars, those in
 // which the two overlap ("b" for "b*b", "logs" for "logs*logs"; none for
 // "cost*report"). The glob as written, matched by v1.0.0, and these names
-// are together exactly what Argo CD matches. A Plain glob has none.
+// are together exactly what Argo CD matches.
 func (g *Glob) Overlaps() []string {
 	if g.around == nil {
 		return nil

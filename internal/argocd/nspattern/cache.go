@@ -42,7 +42,7 @@ func NewCache(maxSize int) *Cache {
 
 // NewRunCache returns a cache for one offline run (`gatehouse admit`) that
 // also remembers the result of matching each (pattern, name) pair, so a
-// pathological /regular expression/ costs its MatchTimeout once per
+// pathological /regular expression/ costs its matchTimeout once per
 // distinct name rather than once per object. Not for a long-lived server:
 // whether a match times out depends on the load at the time, and a
 // remembered timeout would outlive the load that caused it.

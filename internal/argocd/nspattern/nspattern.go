@@ -9,9 +9,9 @@ import (
 	"github.com/dlclark/regexp2"
 )
 
-// MatchTimeout bounds one regular-expression match. regexp2 backtracks, so a
+// matchTimeout bounds one regular-expression match. regexp2 backtracks, so a
 // hostile pattern such as /(a+)+$/ could otherwise stall admission.
-const MatchTimeout = 100 * time.Millisecond
+const matchTimeout = 100 * time.Millisecond
 
 // Pattern is one compiled entry of a pattern list.
 type Pattern struct {
@@ -41,7 +41,7 @@ func Compile(raw string) (*Pattern, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid regular expression: %w", err)
 		}
-		re.MatchTimeout = MatchTimeout
+		re.MatchTimeout = matchTimeout
 		return &Pattern{raw: raw, re: re}, nil
 	}
 	g, err := CompileGlob(raw)
@@ -56,7 +56,7 @@ func isRegexp(raw string) bool {
 }
 
 // Match reports whether name matches, as Argo CD decides (see argoglob.go).
-// A regular expression that exceeds MatchTimeout does not match, and the
+// A regular expression that exceeds matchTimeout does not match, and the
 // error says so.
 func (p *Pattern) Match(name string) (bool, error) {
 	if p.re == nil {

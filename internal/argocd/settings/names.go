@@ -16,7 +16,7 @@ const (
 
 // Keys of argocd-cm.
 const (
-	KeyTrackingMethod   = "application.resourceTrackingMethod"
+	keyTrackingMethod   = "application.resourceTrackingMethod"
 	KeyURL              = "url"
 	KeyOIDC             = "oidc.config"
 	KeyDex              = "dex.config"

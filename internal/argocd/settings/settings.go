@@ -55,7 +55,7 @@ func Build(controlPlaneNamespace string, cmdParams, argocdCM map[string]string, 
 	if o.ApplicationNamespaces != nil {
 		nsList = *o.ApplicationNamespaces
 	}
-	method := argocdCM[KeyTrackingMethod]
+	method := argocdCM[keyTrackingMethod]
 	if o.TrackingMethod != nil {
 		method = *o.TrackingMethod
 	}

@@ -27,7 +27,7 @@ func TestBuild(t *testing.T) {
 		{
 			name:       "read from the ConfigMaps",
 			cmdParams:  map[string]string{KeyApplicationNamespaces: "team-*, /^ops$/"},
-			argocdCM:   map[string]string{KeyTrackingMethod: "label"},
+			argocdCM:   map[string]string{keyTrackingMethod: "label"},
 			wantMethod: TrackingLabel,
 			enabled:    []string{"argocd", "team-a", "ops"},
 			disabled:   []string{"ops2", "other"},
@@ -35,7 +35,7 @@ func TestBuild(t *testing.T) {
 		{
 			name:       "flags win over the ConfigMaps",
 			cmdParams:  map[string]string{KeyApplicationNamespaces: "team-*"},
-			argocdCM:   map[string]string{KeyTrackingMethod: "label"},
+			argocdCM:   map[string]string{keyTrackingMethod: "label"},
 			overrides:  Overrides{ApplicationNamespaces: ptr("ops"), TrackingMethod: ptr("annotation+label")},
 			wantMethod: TrackingAnnotationAndLabel,
 			enabled:    []string{"ops"},
@@ -43,7 +43,7 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name:        "unknown tracking method is reported and the default used",
-			argocdCM:    map[string]string{KeyTrackingMethod: "labels"},
+			argocdCM:    map[string]string{keyTrackingMethod: "labels"},
 			wantMethod:  TrackingAnnotation,
 			wantErrText: `unknown resource tracking method "labels"`,
 		},
