@@ -1,4 +1,4 @@
 // Package internal owns the plumbing with no users outside Gatehouse: Argo CD's semantics (argocd),
-// the snapshot model, YAML, flags, certificates, atomic files, and what `gatehouse dev` runs (demo).
-// Its packages must never import agent, proxy, sidecar, webhook or cmd; only demo imports controlplane.
+// the snapshot model, YAML, problems, flags, certificates, atomic files, and `gatehouse dev` (demo, devcli).
+// Its packages must never import cmd; only demo and devcli (dev's wiring) import the rooms above them.
 package internal
