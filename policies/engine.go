@@ -221,16 +221,16 @@ func (e *Engine) Flush() {
 	}
 }
 
-// Stats are counters since the engine started. Errors counts evaluations
+// stats are counters since the engine started. Errors counts evaluations
 // that failed, Timeouts those of them stopped at the engine's bound.
-type Stats struct {
+type stats struct {
 	CacheHits, CacheMisses, Evaluations, Errors, Timeouts uint64
 	CacheEntries                                          int
 }
 
 // stats returns the engine's counters.
-func (e *Engine) stats() Stats {
-	s := Stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(),
+func (e *Engine) stats() stats {
+	s := stats{CacheHits: e.hits.Load(), CacheMisses: e.misses.Load(), Evaluations: e.evals.Load(),
 		Errors: e.errs.Load(), Timeouts: e.timeouts.Load()}
 	if c := e.state.Load(); c != nil && c.cache != nil {
 		s.CacheEntries = c.cache.len()

@@ -15,7 +15,7 @@ import (
 const maxLabelValue = 63
 
 // application reviews an Application. old is nil on CREATE.
-func (r *Rules) application(ctx context.Context, op Operation, app, old *v1alpha1.Application) (Verdict, error) {
+func (r *Rules) application(ctx context.Context, op operation, app, old *v1alpha1.Application) (Verdict, error) {
 	if op == Delete {
 		return allow(), nil
 	}

@@ -194,7 +194,7 @@ func TestApplication(t *testing.T) {
 		tracking   settings.TrackingMethod // "" = default (annotation)
 		projects   []*v1alpha1.AppProject
 		existing   []*v1alpha1.Application // Applications already in the cluster
-		op         Operation               // "" = Create
+		op         operation               // "" = create
 		app, old   *v1alpha1.Application
 		want       expect
 	}{
@@ -470,7 +470,7 @@ func TestApplicationClusterErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		cluster  failingCluster
-		op       Operation
+		op       operation
 		app, old *v1alpha1.Application
 	}{
 		{name: "project lookup on CREATE", cluster: failingCluster{MemoryCluster: mem, projectErr: errUnavailable},

@@ -14,7 +14,7 @@ import (
 
 // appProject reviews an AppProject. old is nil on CREATE; on DELETE proj is
 // nil and old is the object being deleted.
-func (r *Rules) appProject(ctx context.Context, op Operation, proj, old *v1alpha1.AppProject) (Verdict, error) {
+func (r *Rules) appProject(ctx context.Context, op operation, proj, old *v1alpha1.AppProject) (Verdict, error) {
 	s := r.settings()
 	if op == Delete {
 		return r.projectDeletion(ctx, old)

@@ -31,7 +31,7 @@ func TestAppProject(t *testing.T) {
 		name       string
 		namespaces string // application.namespaces; "" = "team-*"
 		existing   []*v1alpha1.Application
-		op         Operation // "" = Create
+		op         operation // "" = create
 		proj, old  *v1alpha1.AppProject
 		want       expect
 	}{

@@ -57,7 +57,7 @@ func newConfigRules(controlPlaneNamespace string, objects configObjects, limits 
 }
 
 // policyBundle reviews a PolicyBundle.
-func (r *configRules) policyBundle(ctx context.Context, op Operation, b *gatehousev1.PolicyBundle) (Verdict, error) {
+func (r *configRules) policyBundle(ctx context.Context, op operation, b *gatehousev1.PolicyBundle) (Verdict, error) {
 	if op == Delete || b == nil {
 		return allow(), nil
 	}
@@ -152,7 +152,7 @@ func (r *configRules) referenceWarnings(ctx context.Context, spec *gatehousev1.P
 // gatehouse-extensions, or argocd-cm (whose extension config only earns
 // warnings: Argo CD owns that ConfigMap, and its edits must never depend on
 // Gatehouse).
-func (r *configRules) configMap(ctx context.Context, op Operation, cm *corev1.ConfigMap) (Verdict, error) {
+func (r *configRules) configMap(ctx context.Context, op operation, cm *corev1.ConfigMap) (Verdict, error) {
 	if op == Delete || cm == nil || cm.Namespace != r.controlPlane {
 		return allow(), nil
 	}

@@ -31,7 +31,7 @@ type HandlerOptions struct {
 
 // review is what a decoded AdmissionReview hands to a rule.
 type review[T any] struct {
-	op       Operation
+	op       operation
 	obj, old *T
 }
 
@@ -141,19 +141,19 @@ func (h *handler[T]) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // decide decodes the review and evaluates it. An empty uid means the input
 // was not a usable AdmissionReview; v.Reason then says why.
-func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid string, op Operation, v Verdict, code int32) {
+func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid string, op operation, v Verdict, code int32) {
 	r, err := decodeReview[T](body)
 	var objErr *objectError
 	switch {
 	case errors.As(err, &objErr):
 		req := objErr.env.Request
-		return objErr.env.APIVersion, req.UID, Operation(req.Operation),
+		return objErr.env.APIVersion, req.UID, operation(req.Operation),
 			deny(fmt.Sprintf("cannot decode %s %s/%s: %v", h.kind, req.Namespace, req.Name, objErr.err)), http.StatusBadRequest
 	case err != nil:
 		return "", "", "", Verdict{Reason: err.Error()}, http.StatusBadRequest
 	}
 	req := r.Request
-	op = Operation(req.Operation)
+	op = operation(req.Operation)
 	if req.Kind.Group != h.group || req.Kind.Kind != h.kind {
 		return r.APIVersion, req.UID, op, deny(fmt.Sprintf(
 			"this webhook reviews %s.%s, got %s.%s: check the ValidatingWebhookConfiguration's rules",
@@ -174,7 +174,7 @@ func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid s
 }
 
 func (h *handler[T]) reviewFor(req *requestIn[T]) (review[T], error) {
-	rv := review[T]{op: Operation(req.Operation), obj: req.Object, old: req.OldObject}
+	rv := review[T]{op: operation(req.Operation), obj: req.Object, old: req.OldObject}
 	switch rv.op {
 	case create, Update:
 		if rv.obj == nil {

@@ -1,13 +1,13 @@
 package webhook
 
-// Operation is the admission operation being reviewed.
-type Operation string
+// operation is the admission operation being reviewed.
+type operation string
 
 // The operations the rules distinguish.
 const (
-	create Operation = "CREATE"
-	Update Operation = "UPDATE"
-	Delete Operation = "DELETE"
+	create operation = "CREATE"
+	Update operation = "UPDATE"
+	Delete operation = "DELETE"
 )
 
 // Verdict is a rule's answer: allowed or not, why, and warnings the user

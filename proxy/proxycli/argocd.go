@@ -49,9 +49,9 @@ func (o *ArgoCDServerOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Server is the authn configuration the flags ask for; nil without
+// server is the authn configuration the flags ask for; nil without
 // --argocd-server-url.
-func (o *ArgoCDServerOptions) Server() (*authn.ArgoCDServer, error) {
+func (o *ArgoCDServerOptions) server() (*authn.ArgoCDServer, error) {
 	if o.URL == "" {
 		return nil, nil
 	}

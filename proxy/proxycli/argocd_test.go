@@ -25,7 +25,7 @@ func TestArgoCDServerFlags(t *testing.T) {
 		{"CA missing", ArgoCDServerOptions{URL: "https://argocd-server", CAFile: filepath.Join(dir, "none")}, "--argocd-server-ca-file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := tt.o.Server()
+			s, err := tt.o.server()
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

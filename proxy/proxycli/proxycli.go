@@ -261,7 +261,7 @@ func (o *Options) newProxy(logger *slog.Logger, reg prometheus.Registerer) (*pro
 	if o.AccessLog {
 		accessLog = logger
 	}
-	argocd, err := o.ArgoCD.Server()
+	argocd, err := o.ArgoCD.server()
 	if err != nil {
 		return nil, err
 	}
