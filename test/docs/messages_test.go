@@ -38,7 +38,7 @@ func loadCorpus(t *testing.T) *corpus {
 	t.Helper()
 	c := &corpus{whole: map[string]bool{}}
 	fset := token.NewFileSet()
-	for _, dir := range []string{"agent", "api", "argocd", "cmd", "controlplane", "kubeyaml", "policies", "proxy", "sidecar", "snapshot", "webhook"} {
+	for _, dir := range []string{"agent", "api", "cmd", "controlplane", "internal", "policies", "proxy", "sidecar", "webhook"} {
 		err := filepath.WalkDir(filepath.Join("../..", dir), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
