@@ -9,27 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
-	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/clitest"
 )
 
-// newRoot is gatehouse's root as cmd/gatehouse assembles it, with dev and
-// the policy sandbox's child (the controller dev runs checks policy in it).
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	root := &cobra.Command{Use: "gatehouse", SilenceUsage: true, SilenceErrors: true}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.AddCommand(NewCommand("test"), limitscli.NewSandboxCommand())
-	return root
-}
+// gatehouse is gatehouse's command tree cut down to dev (and the policy
+// sandbox's child: the controller dev runs checks policy in it).
+var gatehouse = clitest.Commands(func() []*cobra.Command { return []*cobra.Command{NewCommand("test")} })
 
 // run runs one command line as gatehouse does until ctx ends and returns
 // its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
-	root.SetIn(stdin)
-	root.SetArgs(args)
-	return cliexit.Status(ctx, "gatehouse", root.ExecuteContext(ctx), stderr)
+	return gatehouse.Run(ctx, args, stdin, stdout, stderr)
 }
 
 // execute is gatehouse's main: the first SIGINT or SIGTERM asks for a clean

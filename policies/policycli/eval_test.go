@@ -49,11 +49,9 @@ func TestPolicyEvalAndInit(t *testing.T) {
 
 	t.Run("inputs from standard input", func(t *testing.T) {
 		var out, errb bytes.Buffer
-		root := newRoot(&out, &errb)
-		root.SetIn(strings.NewReader(allowed + "\n"))
-		root.SetArgs([]string{"policy", "eval", "--policy", dataOnly, "--inputs", "-"})
-		if err := root.ExecuteContext(context.Background()); err != nil || !strings.HasPrefix(out.String(), `{"allow":true,"id":"a","line":1,`) {
-			t.Fatalf("err %v, stdout %q", err, out.String())
+		code := run(context.Background(), []string{"policy", "eval", "--policy", dataOnly, "--inputs", "-"}, strings.NewReader(allowed+"\n"), &out, &errb)
+		if code != 0 || !strings.HasPrefix(out.String(), `{"allow":true,"id":"a","line":1,`) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 		}
 	})
 }

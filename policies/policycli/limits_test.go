@@ -41,20 +41,20 @@ func TestPolicyCommandsApplyLimits(t *testing.T) {
 	}
 	caps := write("caps.json", string(raw))
 	cases := []cliCase{
-		{name: "policy test: a test calling opa.runtime", args: []string{"policy", "test", filepath.Join(dir, "net")}, wantCode: 2,
-			wantStderr: "policy_test.rego:3: rego_type_error: undefined function opa.runtime"},
-		{name: "policy build: likewise", args: []string{"policy", "build", filepath.Join(dir, "net"), "-o", filepath.Join(dir, "b.tar.gz")}, wantCode: 2,
-			wantStderr: "undefined function opa.runtime"},
-		{name: "policy test: a test that exhausts memory", args: []string{"policy", "test", filepath.Join(dir, "mem"), "--check-memory", "128MiB"}, wantCode: 2,
-			wantStderr: "memory budget of 128 MiB"},
-		{name: "policy test --capabilities listing opa.runtime", args: []string{"policy", "test", filepath.Join(dir, "net"), "--capabilities", caps}, wantCode: 1,
-			wantStdout: "test_runtime"},
-		{name: "a capabilities file that is not one", args: []string{"policy", "test", filepath.Join(dir, "net"), "--capabilities", filepath.Join(dir, "net/policy.rego")}, wantCode: 2,
-			wantStderr: "not an OPA capabilities document"},
+		{Name: "policy test: a test calling opa.runtime", Args: []string{"policy", "test", filepath.Join(dir, "net")}, WantCode: 2,
+			WantStderr: "policy_test.rego:3: rego_type_error: undefined function opa.runtime"},
+		{Name: "policy build: likewise", Args: []string{"policy", "build", filepath.Join(dir, "net"), "-o", filepath.Join(dir, "b.tar.gz")}, WantCode: 2,
+			WantStderr: "undefined function opa.runtime"},
+		{Name: "policy test: a test that exhausts memory", Args: []string{"policy", "test", filepath.Join(dir, "mem"), "--check-memory", "128MiB"}, WantCode: 2,
+			WantStderr: "memory budget of 128 MiB"},
+		{Name: "policy test --capabilities listing opa.runtime", Args: []string{"policy", "test", filepath.Join(dir, "net"), "--capabilities", caps}, WantCode: 1,
+			WantStdout: "test_runtime"},
+		{Name: "a capabilities file that is not one", Args: []string{"policy", "test", filepath.Join(dir, "net"), "--capabilities", filepath.Join(dir, "net/policy.rego")}, WantCode: 2,
+			WantStderr: "not an OPA capabilities document"},
 	}
 	if raceDetector {
 		// A race build's child only watches its heap (policies.Sandbox).
-		cases = slices.DeleteFunc(cases, func(c cliCase) bool { return strings.Contains(c.name, "exhausts memory") })
+		cases = slices.DeleteFunc(cases, func(c cliCase) bool { return strings.Contains(c.Name, "exhausts memory") })
 	}
 	runCLICases(t, cases)
 }
