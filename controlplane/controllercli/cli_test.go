@@ -22,12 +22,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// run runs one command line as gatehouse does until ctx ends and returns
-// its exit status.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return gatehouse.Run(ctx, args, stdin, stdout, stderr)
-}
-
 func execute(args []string, stdout, stderr io.Writer) int {
 	return gatehouse.Execute(args, stdout, stderr)
 }
