@@ -11,25 +11,13 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/clitest"
 )
 
 // The policy commands (policies/policycli) and snapshot assembled in one
 // binary, as a publisher and the controller use them one after the other.
 
 var sha256Line = regexp.MustCompile(`(?m)^sha256: ([0-9a-f]{64})$`)
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // build → push → PolicyBundle → snapshot: the bytes built are the bytes
 // the registry serves, the controller's fetcher verifies and the snapshot
@@ -40,7 +28,7 @@ func TestPolicyBuildPushSnapshotRoundTrip(t *testing.T) {
 	work := t.TempDir()
 	src := filepath.Join(work, "policy")
 	rule := "package gatehouse.extensions\n\nimport rego.v1\n\ndecision := {\"allow\": true, \"reason\": \"round trip\"} if input.user.id == \"alice\"\n\ndecision := {\"allow\": false, \"reason\": \"no\"} if input.user.id != \"alice\"\n"
-	writeFiles(t, src, map[string]string{"gatehouse/policy.rego": rule})
+	clitest.WriteTree(t, src, map[string]string{"gatehouse/policy.rego": rule})
 	bundle := filepath.Join(work, "bundle.tar.gz")
 	var stdout, stderr bytes.Buffer
 	if code := execute([]string{"policy", "build", src, "-o", bundle, "--revision", "rt-1"}, &stdout, &stderr); code != 0 {
@@ -49,7 +37,7 @@ func TestPolicyBuildPushSnapshotRoundTrip(t *testing.T) {
 	built := sha256Line.FindStringSubmatch(stdout.String())[1]
 
 	dockerCfg := filepath.Join(work, "docker.json")
-	writeFiles(t, work, map[string]string{"docker.json": string(reg.DockerConfig(testkit.RegistryUser, testkit.RegistryPassword)), "ca.crt": string(reg.CAPEM())})
+	clitest.WriteTree(t, work, map[string]string{"docker.json": string(reg.DockerConfig(testkit.RegistryUser, testkit.RegistryPassword)), "ca.crt": string(reg.CAPEM())})
 	stdout.Reset()
 	url := reg.URL("policies/extensions:v3")
 	if code := execute([]string{"policy", "push", bundle, url, "--docker-config", dockerCfg, "--ca-file", filepath.Join(work, "ca.crt")}, &stdout, &stderr); code != 0 {
@@ -64,7 +52,7 @@ func TestPolicyBuildPushSnapshotRoundTrip(t *testing.T) {
 
 	tree := filepath.Join(work, "tree")
 	enc := base64.StdEncoding.EncodeToString
-	writeFiles(t, tree, map[string]string{"bundle.yaml": `apiVersion: gatehouse.io/v1alpha1
+	clitest.WriteTree(t, tree, map[string]string{"bundle.yaml": `apiVersion: gatehouse.io/v1alpha1
 kind: PolicyBundle
 metadata: {name: extensions, namespace: argocd}
 spec:

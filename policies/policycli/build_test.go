@@ -14,20 +14,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/policies"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/clitest"
 )
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 var sha256Line = regexp.MustCompile(`(?m)^sha256: ([0-9a-f]{64})$`)
 
@@ -60,7 +48,7 @@ func TestPolicyBuild(t *testing.T) {
 
 	t.Run("a failing test writes nothing", func(t *testing.T) {
 		src := t.TempDir()
-		writeFiles(t, src, map[string]string{"policy.rego": string(policies.DefaultPolicy()),
+		clitest.WriteTree(t, src, map[string]string{"policy.rego": string(policies.DefaultPolicy()),
 			"policy_test.rego": "package gatehouse.extensions_test\n\ntest_wrong if false\n"})
 		target := filepath.Join(t.TempDir(), "b.tar.gz")
 		var stdout, stderr bytes.Buffer
@@ -74,7 +62,7 @@ func TestPolicyBuild(t *testing.T) {
 
 	t.Run("Rego that does not compile", func(t *testing.T) {
 		src := t.TempDir()
-		writeFiles(t, src, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"})
+		clitest.WriteTree(t, src, map[string]string{"policy.rego": "package gatehouse.extensions\n\ndecision := {"})
 		var stdout, stderr bytes.Buffer
 		if code := execute([]string{"policy", "build", src, "-o", filepath.Join(src, "b.tar.gz")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "policy.rego:3") {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
@@ -83,13 +71,13 @@ func TestPolicyBuild(t *testing.T) {
 
 	t.Run("grants only, signed", func(t *testing.T) {
 		src := t.TempDir()
-		writeFiles(t, src, map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:ops"]}}, "roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`,
+		clitest.WriteTree(t, src, map[string]string{"data.json": `{"gatehouse": {"bindings": {"users": {"alice": ["role:ops"]}}, "roles": {"role:ops": {"extensions": [{"extension": "metrics"}]}}}}`,
 			"grants_test.rego": "package grants_test\n\nimport data.gatehouse.extensions\n\ntest_alice if extensions.decision.allow with input as {\"user\": {\"id\": \"alice\"}, \"extension\": \"metrics\"}\n"})
 		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		der, _ := x509.MarshalPKCS8PrivateKey(k)
 		pubDER, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
 		keyFile := filepath.Join(t.TempDir(), "signing.pem")
-		writeFiles(t, filepath.Dir(keyFile), map[string]string{"signing.pem": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
+		clitest.WriteTree(t, filepath.Dir(keyFile), map[string]string{"signing.pem": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
 		target := filepath.Join(t.TempDir(), "grants.tar.gz")
 		var stdout, stderr bytes.Buffer
 		if code := execute([]string{"policy", "build", src, "-o", target, "--signing-key", keyFile}, &stdout, &stderr); code != 0 {

@@ -106,14 +106,15 @@ func (c Commands) RunWithin(t *testing.T, ctx context.Context, limit time.Durati
 	}
 }
 
-// WriteTree creates files under dir; the content "fifo" makes a named
-// pipe, "->X" a symbolic link to X.
+// WriteTree creates files under dir, and the folders they name; the
+// content "fifo" makes a named pipe, "->X" a symbolic link to X.
 func WriteTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, name)
-		var err error
+		err := os.MkdirAll(filepath.Dir(p), 0o755)
 		switch {
+		case err != nil:
 		case content == "fifo":
 			err = syscall.Mkfifo(p, 0o644)
 		case strings.HasPrefix(content, "->"):
