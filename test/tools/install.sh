@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install.sh builds the binaries the tests run -- kube-apiserver, kubectl,
+# install.sh builds the binaries the tests run -- kube-apiserver, kubectl, helm,
 # etcd and golangci-lint -- from the Go module proxy into a cache directory, and
 # prints that directory (use it as KUBEBUILDER_ASSETS). A binary already in
 # the cache is not rebuilt, so only the first run on a machine pays the
@@ -12,9 +12,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 kube_version="$(sed -n 's#^require k8s.io/kubernetes \(v[0-9.]*\)$#\1#p' "$here/kube/go.mod")"
 lint_version="$(sed -n 's#^require github.com/golangci/golangci-lint/v2 \(v[0-9.]*\)$#\1#p' "$here/lint/go.mod")"
+helm_version="$(sed -n 's#^require helm.sh/helm/v3 \(v[0-9.]*\)$#\1#p' "$here/helm/go.mod")"
 etcd_version="$(sed -n 's#^require go.etcd.io/etcd/server/v3 \(v[0-9.]*\)$#\1#p' "$here/etcd/go.mod")"
-if [[ -z "$kube_version" || -z "$etcd_version" || -z "$lint_version" ]]; then
-	echo "install.sh: cannot read pinned versions from $here/{kube,etcd,lint}/go.mod" >&2
+if [[ -z "$kube_version" || -z "$etcd_version" || -z "$lint_version" || -z "$helm_version" ]]; then
+	echo "install.sh: cannot read pinned versions from $here/{kube,etcd,lint,helm}/go.mod" >&2
 	exit 1
 fi
 
@@ -58,5 +59,9 @@ build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
 build kube kubectl k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
 build lint golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
 	"-s -w -X main.version=${lint_version#v}"
+# helm: the chart's lint, render and package (charts/gatehouse, make release).
+# Not part of the cache directory's name, so adding it reuses a cache built
+# before it: only helm is built then.
+build helm helm helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
 
 echo "$bin"
