@@ -123,7 +123,8 @@ func guideBlocks(t *testing.T, path string) []guideBlock {
 // the page assumes: Argo CD (its CRDs, namespace and server certificate),
 // the CRDs of the Gateway API, cert-manager and the Prometheus operator, and
 // the namespaces the commands name. A block fails on the first command that
-// fails (bash -e -o pipefail).
+// fails (bash -e -o pipefail). Before the kustomize way's first block, the
+// server-side dry run the page warns about fails as the page shows.
 //
 // A block marked needs-nodes (Pods must run: rollout status, port-forward,
 // curl to the proxy) is checked instead: bash runs it with kubectl, helm,
@@ -150,7 +151,11 @@ func TestInstallGuide(t *testing.T) {
 	}
 	for _, way := range []string{"helm", "kustomize"} {
 		t.Run(way, func(t *testing.T) {
+			t.Parallel() // each on an API server of its own
 			g := newGuideCluster(t)
+			if way == "kustomize" {
+				g.freshDryRunFails(t)
+			}
 			for _, b := range blocks {
 				if b.only != "" && b.only != way {
 					continue
@@ -364,6 +369,27 @@ func (g *guideCluster) run(t *testing.T, line int, script string) {
 	if err != nil {
 		t.Fatalf("docs/install.md:%d: %v\n--- block ---\n%s--- stdout ---\n%s--- stderr (each command after +) ---\n%s",
 			line, err, script, stdout, stderr)
+	}
+}
+
+// freshDryRunFails: on a cluster without gatehouse-system, the server-side
+// dry run of manifests/ fails as the page says it does (which is why the
+// page creates the namespace first).
+func (g *guideCluster) freshDryRunFails(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shown = "```text\nError from server (NotFound): error when creating \"manifests/\": namespaces \"gatehouse-system\" not found\n```"
+	if !strings.Contains(string(raw), shown) {
+		t.Fatalf("docs/install.md no longer shows what a server-side dry run prints on a fresh cluster:\n%s", shown)
+	}
+	want := strings.Split(shown, "\n")[1]
+	stdout, stderr, err := g.shell(t, "kubectl apply -k manifests/ --dry-run=server")
+	if err == nil || !strings.Contains(stderr, want+"\n") {
+		t.Fatalf("kubectl apply -k manifests/ --dry-run=server on a fresh cluster: %v; the page says it fails with\n%s\n--- stdout ---\n%s--- stderr ---\n%s",
+			err, want, stdout, stderr)
 	}
 }
 
