@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# install.sh builds the binaries the tests run -- kube-apiserver, kubectl, helm,
-# etcd and golangci-lint -- from the Go module proxy into a cache directory, and
+# install.sh builds the binaries the tests run -- kube-apiserver,
+# kube-controller-manager, kubectl, helm, etcd and golangci-lint -- from the
+# Go module proxy into a cache directory, and
 # prints that directory (use it as KUBEBUILDER_ASSETS). A binary already in
 # the cache is not rebuilt, so only the first run on a machine pays the
 # ~6 minutes kube-apiserver takes on 2 cores.
@@ -57,6 +58,10 @@ build() { # build <module dir> <output name> <package> <ldflags>
 build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
 build kube kubectl k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
+# kube-controller-manager: test/e2e's TestInstallGuide runs its namespace
+# controller, so that deleting a namespace finishes; like helm, not part of
+# the cache directory's name.
+build kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$(kube_ldflags)"
 build lint golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
 	"-s -w -X main.version=${lint_version#v}"
 # helm: the chart's lint, render and package (charts/gatehouse, make release).
