@@ -147,6 +147,7 @@ cleanly and exits 0.`,
 	}
 	o.AddFlags(cmd.Flags())
 	cliargs.None(cmd, "it is configured by its flags only", "")
+	cliargs.FlagErrors(cmd)
 	return cmd
 }
 

@@ -10,9 +10,10 @@ import (
 )
 
 // Every command of gatehouse, the ones added later too, answers an
-// argument it does not take with exit status 2, the argument named, its
-// usage line and an example (each command has one), never cobra's bare
-// "unknown command" or "accepts 1 arg(s)".
+// argument it does not take, or a flag it does not have, with exit status
+// 2, the argument or flag named, its usage line and an example (each
+// command has one), never cobra's bare "unknown command" or "accepts 1
+// arg(s)".
 func TestEveryCommandRefusesAnExtraArgumentWithAnExample(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -26,13 +27,15 @@ func TestEveryCommandRefusesAnExtraArgumentWithAnExample(t *testing.T) {
 			t.Errorf("%s has no Example", c.CommandPath())
 		}
 		path := strings.Fields(c.CommandPath())[1:]
-		args := append(path, "a1", "a2", "a3", "zz-extra")
-		var out, errb bytes.Buffer
-		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
-		msg := errb.String()
-		if code != 2 || out.Len() > 0 || !strings.Contains(msg, "usage: "+c.CommandPath()) || !strings.Contains(msg, "\nexample: ") ||
-			!strings.Contains(msg, `unexpected argument "`) && !strings.Contains(msg, `unknown command "`) {
-			t.Errorf("gatehouse %s: exit %d, stdout %q, stderr %q; want 2, the argument named, usage and example", strings.Join(args, " "), code, out.String(), msg)
+		for _, tail := range [][]string{{"a1", "a2", "a3", "zz-extra"}, {"--zz-no-such-flag"}} {
+			args := append(append([]string{}, path...), tail...)
+			var out, errb bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+			msg := errb.String()
+			if code != 2 || out.Len() > 0 || !strings.Contains(msg, "usage: "+c.CommandPath()) || !strings.Contains(msg, "\nexample: ") ||
+				!strings.Contains(msg, `unexpected argument "`) && !strings.Contains(msg, `unknown command "`) && !strings.Contains(msg, "unknown flag: --zz-no-such-flag") {
+				t.Errorf("gatehouse %s: exit %d, stdout %q, stderr %q; want 2, the argument or flag named, usage and example", strings.Join(args, " "), code, out.String(), msg)
+			}
 		}
 	}
 	walk(newRootCommand(nil, nil))

@@ -44,6 +44,7 @@ in a GitOps repository's CI (admit).`,
 	root.SetErr(stderr)
 	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), limitscli.NewSandboxCommand())
 	cliargs.Group(root)
+	cliargs.FlagErrors(root)
 	addCompletion(root)
 	return root
 }

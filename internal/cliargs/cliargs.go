@@ -183,3 +183,12 @@ func firstExample(example string) string {
 	}
 	return strings.Join(lines, "\n    ")
 }
+
+// FlagErrors makes cmd, and the commands below it that set none of their
+// own, answer a flag that does not parse or does not exist as an argument
+// error is answered: the fault, the usage line and an example.
+func FlagErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return Usage(cmd, err.Error())
+	})
+}

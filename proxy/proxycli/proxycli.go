@@ -207,6 +207,7 @@ SIGTERM drains in-flight requests and exits 0.`,
 	}
 	o.AddFlags(cmd.Flags())
 	cliargs.None(cmd, "it is configured by its flags only", "")
+	cliargs.FlagErrors(cmd)
 	return cmd
 }
 
