@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
@@ -133,7 +135,8 @@ ServiceAccount token, downloads the snapshots announced to it, verifies every
 file, writes them atomically to the shared volume and reports back — with
 --confirm-url, only once the proxy serves them. SIGTERM closes the stream
 cleanly and exits 0.`,
-		Args: cobra.NoArgs,
+		Example: "  " + binary(use) + ` --server=gatehouse-controller.gatehouse-system.svc:8443 --ca-file=ca.crt \
+    --token-file=token --root=/var/run/gatehouse/snapshot --confirm-url=http://127.0.0.1:9901/state`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -143,6 +146,8 @@ cleanly and exits 0.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.None(cmd, "it is configured by its flags only", "")
+	cliargs.FlagErrors(cmd)
 	return cmd
 }
 
@@ -212,4 +217,13 @@ func (o *Options) Run(ctx context.Context, version string, logger *slog.Logger) 
 	case err := <-runErr:
 		return err
 	}
+}
+
+// binary is how a person runs the command named use: `gatehouse agent`
+// under gatehouse, gatehouse-agent as a binary of its own.
+func binary(use string) string {
+	if use == "agent" {
+		return "gatehouse agent"
+	}
+	return use
 }

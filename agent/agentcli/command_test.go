@@ -38,3 +38,22 @@ func TestCommandRefusesBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// The agent takes no argument: one is refused naming it, with the usage
+// line and an example, under either name.
+func TestCommandRefusesArguments(t *testing.T) {
+	for use, want := range map[string]string{
+		"gatehouse-agent": `unexpected argument "/var/run": gatehouse-agent takes no arguments; it is configured by its flags only` + "\nusage: gatehouse-agent [flags]\nexample: gatehouse-agent --server=",
+		"agent":           "example: gatehouse agent --server=",
+	} {
+		cmd := NewCommand(use, "test")
+		cmd.SetArgs([]string{"/var/run"})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SilenceUsage = true
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", use, err, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/internal/devcli"
 	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
@@ -34,12 +35,17 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 It rejects Applications and AppProjects that Argo CD would refuse or
 mis-handle at kubectl apply time (admission webhook), and checks them offline
 in a GitOps repository's CI (admit).`,
+		Example: `  gatehouse admit -f apps/
+  gatehouse completion bash > /etc/bash_completion.d/gatehouse`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), limitscli.NewSandboxCommand())
+	cliargs.Group(root)
+	cliargs.FlagErrors(root)
+	addCompletion(root)
 	return root
 }
 
@@ -61,4 +67,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetArgs(args)
 	return cliexit.Status(ctx, "gatehouse", root.ExecuteContext(ctx), stderr)
+}
+
+// addCompletion adds cobra's completion command now rather than when the
+// root runs, so that its arguments are checked as every other command's:
+// `gatehouse completion` alone prints its help, an unknown shell is refused.
+func addCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = `  gatehouse completion bash > /etc/bash_completion.d/gatehouse
+  source <(gatehouse completion zsh)`
+		cliargs.Group(c)
+		for _, shell := range c.Commands() {
+			shell.Example = "  gatehouse completion " + shell.Name()
+			cliargs.None(shell, "redirect its output to a file instead", "")
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 )
 
 // NewCommand is `gatehouse controller`.
@@ -25,7 +27,8 @@ clusters, extension config, authentication settings, policy and the Secrets
 the extensions reference (docs/snapshot.md). --source dir:PATH builds it
 from a directory of YAML instead, with no cluster; --snapshot-dir serves a
 directory of files as they are.`,
-		Args: cobra.NoArgs,
+		Example: `  gatehouse controller --control-plane-namespace=argocd --cert-management=self
+  gatehouse controller --source dir:examples/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags())
 			if err := o.Validate(); err != nil {
@@ -35,5 +38,6 @@ directory of files as they are.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.None(cmd, "it is configured by its flags only (--source dir:DIR reads a directory of YAML)", "")
 	return cmd
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
@@ -73,7 +75,6 @@ error, so an error here is a change that would not take effect.
 
 Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 		Example: `  gatehouse snapshot deploy/argocd/ --out /tmp/snapshot`,
-		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Complete(cmd.Flags())
 			if err := o.Validate(); err != nil {
@@ -83,6 +84,7 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 input unreadable.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Exact(cmd, cliargs.Arg{Name: "DIR", What: "the directory of Kubernetes YAML to build the snapshot from", Kind: cliargs.Dir})
 	return cmd
 }
 

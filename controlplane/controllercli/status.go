@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
+
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 )
 
@@ -31,7 +33,8 @@ reported. Reach the controller with kubectl port-forward:
 
   kubectl -n gatehouse-system port-forward deploy/gatehouse-controller 8090
   gatehouse status`,
-		Args: cobra.NoArgs,
+		Example: `  gatehouse status
+  gatehouse status --url http://127.0.0.1:8090/debug/agents`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -45,6 +48,7 @@ reported. Reach the controller with kubectl port-forward:
 	}
 	cmd.Flags().StringVar(&url, "url", "http://"+defaultDebugAddress+server.DebugAgentsPath, "the controller's agent registry endpoint")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the controller")
+	cliargs.None(cmd, "name the controller with --url", "")
 	return cmd
 }
 

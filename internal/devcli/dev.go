@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
+
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
@@ -45,7 +47,6 @@ went as expected, 1 when not.`,
 		Example: `  gatehouse dev
   gatehouse dev --tour
   TOKEN=$(gatehouse dev token --user alice --groups dev)`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -56,6 +57,7 @@ went as expected, 1 when not.`,
 	o.AddPersistentFlags(cmd.PersistentFlags())
 	o.AddFlags(cmd.Flags())
 	cmd.AddCommand(newDevTokenCommand(o))
+	cliargs.None(cmd, "give the directory with --dir (examples/ by default)", "")
 	return cmd
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
+
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
 )
 
@@ -32,7 +34,6 @@ for this machine only.`,
 		Example: `  TOKEN=$(gatehouse dev token --user alice --groups dev)
   curl -H "Authorization: Bearer $TOKEN" -H 'Argocd-Application-Name: team-a:guestbook' \
     -H 'Argocd-Project-Name: team-a' http://127.0.0.1:8080/extensions/metrics/api/v1/query`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			errs := dev.validateShared()
 			if o.User == "" {
@@ -68,5 +69,6 @@ for this machine only.`,
 	cmd.Flags().StringSliceVar(&o.Groups, "groups", nil, "the user's SSO groups, comma-separated")
 	cmd.Flags().StringVar(&o.Email, "email", "", "the user's email, which Argo CD shows as the user name (Argocd-Username)")
 	cmd.Flags().DurationVar(&o.TTL, "ttl", time.Hour, "how long the token is valid")
+	cliargs.None(cmd, "name the user with --user and the groups with --groups", "")
 	return cmd
 }

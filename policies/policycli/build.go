@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/controlplane/source"
@@ -71,7 +73,6 @@ stable: paste it into the PolicyBundle's spec.sha256 to pin it.
 Exit status: 0 built, 1 a test failed, 2 anything else.`,
 		Example: `  gatehouse policy build ./policy -o bundle.tar.gz --revision "$(git rev-parse --short HEAD)"
   gatehouse policy push bundle.tar.gz oci://registry.example/policies/extensions:v3`,
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -80,6 +81,7 @@ Exit status: 0 built, 1 a test failed, 2 anything else.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Exact(cmd, cliargs.Arg{Name: "DIR", What: "the policy directory to build", Kind: cliargs.Dir})
 	return cmd
 }
 

@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 )
 
 // NewCommand is `gatehouse policy` and its subcommands.
@@ -17,9 +19,12 @@ optional OPA .manifest (metadata.enforcing: false puts it in shadow mode).
 A directory with data.json and no .rego policy of its own is the built-in
 default policy with that data, as in the cluster; gatehouse policy init DIR
 writes a starting point.`,
+		Example: `  gatehouse policy init policy/
+  gatehouse policy test policy/`,
 	}
 	cmd.AddCommand(newInitCommand(), newTestCommand(), newEvalCommand(), newImportCasbinCommand())
 	cmd.AddCommand(newBuildCommand(), newPushCommand())
+	cliargs.Group(cmd)
 	return cmd
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
@@ -90,7 +92,10 @@ Exit status: 0 every input decided (none denied, with --fail-on-deny);
 		Example: `  gatehouse policy eval --policy policy/ --input policy/input.json --explain
   gatehouse policy eval --policy policy/ --inputs requests.jsonl > decisions.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			return explainArg(cmd, args, &o.Explain)
+			if err := explainArg(cmd, args, &o.Explain); err != nil {
+				return cliargs.Usage(cmd, err.Error())
+			}
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -98,8 +103,10 @@ Exit status: 0 every input decided (none denied, with --fail-on-deny);
 			}
 			return o.Run(cmd.Context(), streamsOf(cmd))
 		},
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	o.AddFlags(cmd.Flags())
+	_ = cmd.MarkFlagDirname("policy")
 	return cmd
 }
 

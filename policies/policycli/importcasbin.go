@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
@@ -107,7 +109,8 @@ Applications. Give the AppProjects with --projects (files or directories of
 manifests, as kubectl apply -R -f reads them, or the output of kubectl get
 appprojects -n argocd -o yaml) so that the import holds them too; without
 them, what project roles allow is denied, and what they deny is allowed.`,
-		Args: cobra.MaximumNArgs(1),
+		Example: `  gatehouse policy import-casbin policy.csv > policy/data.json
+  kubectl get configmap argocd-rbac-cm -n argocd -o yaml | gatehouse policy import-casbin --rbac-configmap -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Complete(cmd.Flags(), args)
 			if err := o.Validate(); err != nil {
@@ -117,6 +120,7 @@ them, what project roles allow is denied, and what they deny is allowed.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Optional(cmd, cliargs.Arg{Name: "FILE", What: "Argo CD's policy.csv, or - for standard input", Kind: cliargs.File})
 	return cmd
 }
 

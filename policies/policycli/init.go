@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/policies"
@@ -66,7 +68,6 @@ the policy only to change it.`,
 		Example: `  gatehouse policy init policy/
   gatehouse policy test policy/
   gatehouse policy eval --policy policy/ --input policy/input.json --explain`,
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -75,6 +76,7 @@ the policy only to change it.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Exact(cmd, cliargs.Arg{Name: "DIR", What: "the policy directory to write; created if missing", Kind: cliargs.Dir})
 	return cmd
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
@@ -67,7 +69,6 @@ docker login writes it) or from --username and --password-stdin. A registry
 on 127.0.0.1 or localhost that answers in plain HTTP is used over plain HTTP,
 as Docker does.`,
 		Example: `  gatehouse policy push bundle.tar.gz oci://registry.example/policies/extensions:v3`,
-		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -76,6 +77,9 @@ as Docker does.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Exact(cmd,
+		cliargs.Arg{Name: "BUNDLE", What: "the bundle file gatehouse policy build wrote", Kind: cliargs.File},
+		cliargs.Arg{Name: "oci://HOST/REPOSITORY:TAG", What: "where to push it"})
 	return cmd
 }
 

@@ -7,6 +7,8 @@ import (
 	"regexp"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
@@ -51,7 +53,7 @@ the default policy's tests if it has none of its own.
 
 Exit status: 0 all tests pass, 1 a test fails (or none ran), 2 the policy
 cannot be read or does not compile.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  gatehouse policy test policy/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -60,6 +62,7 @@ cannot be read or does not compile.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.Exact(cmd, cliargs.Arg{Name: "DIR", What: "the policy directory whose tests to run", Kind: cliargs.Dir})
 	return cmd
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
@@ -193,7 +195,8 @@ backend of the Application's destination cluster. A snapshot that does not
 load is refused and the last good one keeps serving; ` + proxy.StatePath + ` on the
 admin address says which version is served, for the agent's --confirm-url.
 SIGTERM drains in-flight requests and exits 0.`,
-		Args: cobra.NoArgs,
+		Example: "  " + binary(use) + ` --snapshot-dir=/var/run/gatehouse/snapshot --listen=:8080 \
+    --tls-cert-file=tls.crt --tls-key-file=tls.key --admin-listen=127.0.0.1:9901`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -203,6 +206,8 @@ SIGTERM drains in-flight requests and exits 0.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.None(cmd, "it is configured by its flags only", "")
+	cliargs.FlagErrors(cmd)
 	return cmd
 }
 
@@ -392,4 +397,13 @@ func closeAll(servers []*serving) {
 			_ = s.ln.Close()
 		}
 	}
+}
+
+// binary is how a person runs the command named use: `gatehouse proxy`
+// under gatehouse, gatehouse-proxy as a binary of its own.
+func binary(use string) string {
+	if use == "proxy" {
+		return "gatehouse proxy"
+	}
+	return use
 }

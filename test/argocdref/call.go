@@ -11,15 +11,18 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v3/server/extension"
+	"github.com/argoproj/argo-cd/v3/util/session"
 	"github.com/argoproj/argo-cd/v3/util/settings"
+	"github.com/golang-jwt/jwt/v5"
 	log "github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ExtensionCall is one request to Argo CD's extension proxy, authorized (the
-// checks are answered elsewhere): what the backend then receives is the
-// question. The extension "x" forwards to one backend, the Application's
-// project permits every destination.
+// checks are answered elsewhere) unless Deny: what the backend then
+// receives, or the status Argo CD answers, is the question. The extension
+// "x" forwards to one backend (or one per cluster of Services), the
+// Application's project permits every destination.
 type ExtensionCall struct {
 	// Namespace is Argo CD's control-plane namespace (argocd-server's).
 	Namespace   string   `json:"namespace"`
@@ -34,7 +37,22 @@ type ExtensionCall struct {
 	Path string `json:"path"`
 	// Header is what the client sent, one value each.
 	Header map[string]string `json:"header"`
+	// Authenticate serves the call as argocd-server does: through its
+	// ServeMux route for /extensions/ and its session middleware
+	// (util/session WithAuthMiddleware), which reads the token from the
+	// argocd.token cookie and verifies it. Here ValidToken is the one valid
+	// token. Without it the call reaches CallExtension directly.
+	Authenticate bool `json:"authenticate,omitempty"`
+	// Deny makes Argo CD's RBAC refuse the caller (applications, get).
+	Deny bool `json:"deny,omitempty"`
+	// Services, when given, are x's backends, one for each of these
+	// clusters, which Argo CD picks by the Application's destination.
+	Services []Target `json:"services,omitempty"`
 }
+
+// ValidToken is the token the session middleware accepts in an
+// Authenticate call.
+const ValidToken = "valid-token"
 
 // App is an Application: where it lives, its project and destination.
 type App struct {
@@ -86,9 +104,20 @@ func answerCall(c ExtensionCall) (CallAnswer, error) {
 		Spec: v1alpha1.AppProjectSpec{Destinations: []v1alpha1.ApplicationDestination{{Server: "*", Name: "*", Namespace: "*"}},
 			SourceNamespaces: []string{"*"}},
 	}
+	var enforcer extension.RbacEnforcer = allowAll{}
+	if c.Deny {
+		enforcer = denyAll{}
+	}
 	m := extension.NewManager(log.NewEntry(log.StandardLogger()), c.Namespace, nil, appGetter{app}, projectGetter{project},
-		clusterGetter(c.Clusters), allowAll{}, user{c.UserID, c.Username, c.Groups})
-	s := &settings.ArgoCDSettings{ExtensionConfig: map[string]string{"": "extensions:\n- name: x\n  backend:\n    services:\n    - url: " + backend.URL + "\n"}}
+		clusterGetter(c.Clusters), enforcer, user{c.UserID, c.Username, c.Groups})
+	config := "extensions:\n- name: x\n  backend:\n    services:\n"
+	if len(c.Services) == 0 {
+		config += "    - url: " + backend.URL + "\n"
+	}
+	for _, t := range c.Services {
+		config += fmt.Sprintf("    - url: %s\n      cluster:\n        name: %q\n        server: %q\n", backend.URL, t.Name, t.Server)
+	}
+	s := &settings.ArgoCDSettings{ExtensionConfig: map[string]string{"": config}}
 	if err := m.UpdateExtensionRegistry(s); err != nil {
 		return CallAnswer{}, fmt.Errorf("register extension x: %w", err)
 	}
@@ -97,7 +126,14 @@ func answerCall(c ExtensionCall) (CallAnswer, error) {
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
-	m.CallExtension()(w, r)
+	var handler http.Handler = http.HandlerFunc(m.CallExtension())
+	if c.Authenticate {
+		// As argocd-server's registerExtensions mounts it.
+		mux := http.NewServeMux()
+		mux.Handle(extension.URLPrefix+"/", session.WithAuthMiddleware(false, false, nil, tokenVerifier{}, handler))
+		handler = mux
+	}
+	handler.ServeHTTP(w, r)
 	a := CallAnswer{Status: w.Code}
 	mu.Lock()
 	defer mu.Unlock()
@@ -166,6 +202,22 @@ func (g clusterGetter) GetClusterServersByName(_ context.Context, name string) (
 type allowAll struct{}
 
 func (allowAll) EnforceErr(...any) error { return nil }
+
+// denyAll is RBAC refusing everything.
+type denyAll struct{}
+
+func (denyAll) EnforceErr(...any) error { return errors.New("permission denied") }
+
+// tokenVerifier stands for argocd-server's SessionManager: ValidToken is
+// valid, any other token is not.
+type tokenVerifier struct{}
+
+func (tokenVerifier) VerifyToken(_ context.Context, token string) (jwt.Claims, string, error) {
+	if token != ValidToken {
+		return nil, "", errors.New("token is invalid")
+	}
+	return jwt.MapClaims{"sub": "alice-sub"}, "", nil
+}
 
 type user struct {
 	id, name string

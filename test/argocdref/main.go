@@ -3,7 +3,8 @@
 // wired as argocd-server wires it, and pattern questions with its own
 // matching (util/security IsNamespaceEnabled, AppProject
 // IsDestinationPermitted), extension configs with its settings and
-// extension managers, and calls with its extension proxy (CallExtension),
+// extension managers, and calls with its extension proxy (CallExtension,
+// alone or behind argocd-server's /extensions/ route and session middleware),
 // so that Gatehouse's tests can hold the casbin
 // importer and the namespace and destination checks to Argo CD's decisions. It is its own module so that the
 // product's go.mod does not carry Argo CD; and its own process because Argo CD

@@ -5,6 +5,9 @@
 // pattern lists and AppProject destinations to its glob matching, and
 // controlplane/extconfig to its extension settings (argocd-cm read by its
 // settings manager, then UpdateExtensionRegistry), and the headers and path
-// a backend receives to its extension proxy's (CallExtension). Argo CD's
-// side runs in a separate process built from test/argocdref.
+// a backend receives to its extension proxy's (CallExtension), and the
+// status of every refused call to what argocd-server answers (its
+// /extensions/ route and session middleware before CallExtension), each
+// difference as docs/proxy.md states it. Argo CD's side runs in a separate
+// process built from test/argocdref.
 package casbindiff

@@ -164,6 +164,22 @@ func TestBackendHeadersAgreeWithArgoCD(t *testing.T) {
 // "all" everything: whether a call is allowed is another test's question.
 func gatehouseFor(t *testing.T, argocd, url string, app argoApp, clusters []argoTarget, iss *testkit.OIDCIssuer) *proxy.Proxy {
 	t.Helper()
+	p, err := proxy.New(proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := testkit.VolumeSnapshot(gatehouseContent(argocd, url, app, clusters, iss))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Load(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gatehouseContent is gatehouseFor's snapshot.
+func gatehouseContent(argocd, url string, app argoApp, clusters []argoTarget, iss *testkit.OIDCIssuer) *snapshot.Content {
 	c := &snapshot.Content{
 		ArgoCDNamespace: argocd,
 		Extensions:      []snapshot.Extension{{Name: "x", Backend: snapshot.Backend{Services: []snapshot.Service{{URLs: []string{url}}}}}},
@@ -180,16 +196,5 @@ func gatehouseFor(t *testing.T, argocd, url string, app argoApp, clusters []argo
 	for _, cl := range clusters {
 		c.Clusters = append(c.Clusters, snapshot.Cluster{Name: cl.Name, Server: cl.Server})
 	}
-	p, err := proxy.New(proxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := testkit.VolumeSnapshot(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Load(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return c
 }

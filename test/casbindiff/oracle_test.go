@@ -69,14 +69,17 @@ type argoAnswer struct {
 // The extension call messages (argocdref's ExtensionCall, App and
 // CallAnswer).
 type argoCall struct {
-	Namespace   string            `json:"namespace"`
-	Application argoApp           `json:"application"`
-	Clusters    []argoTarget      `json:"clusters,omitempty"`
-	UserID      string            `json:"userID,omitempty"`
-	Username    string            `json:"username,omitempty"`
-	Groups      []string          `json:"groups,omitempty"`
-	Path        string            `json:"path"`
-	Header      map[string]string `json:"header"`
+	Namespace    string            `json:"namespace"`
+	Application  argoApp           `json:"application"`
+	Clusters     []argoTarget      `json:"clusters,omitempty"`
+	UserID       string            `json:"userID,omitempty"`
+	Username     string            `json:"username,omitempty"`
+	Groups       []string          `json:"groups,omitempty"`
+	Path         string            `json:"path"`
+	Header       map[string]string `json:"header"`
+	Authenticate bool              `json:"authenticate,omitempty"`
+	Deny         bool              `json:"deny,omitempty"`
+	Services     []argoTarget      `json:"services,omitempty"`
 }
 
 type argoApp struct {

@@ -194,7 +194,7 @@ func documentedMessages(t *testing.T, path string, inSection func(heading string
 }
 
 // TestDocumentedMessagesExist: every message docs/operations.md's
-// troubleshooting tables, the README's deny table and docs/migration.md's
+// troubleshooting tables, docs/controller.md's deny table and docs/migration.md's
 // table of the casbin importer's report quote is one the code writes, so a reworded message cannot leave the documentation
 // behind. The words between values must all be the code's.
 func TestDocumentedMessagesExist(t *testing.T) {
@@ -206,7 +206,7 @@ func TestDocumentedMessagesExist(t *testing.T) {
 		}
 		return false
 	})
-	for m, where := range documentedMessages(t, "../../README.md", func(h string) bool { return h == "Every deny message" }) {
+	for m, where := range documentedMessages(t, "../../docs/controller.md", func(h string) bool { return h == "Every deny message" }) {
 		messages[m] = where
 	}
 	for m, where := range documentedMessages(t, "../../docs/migration.md", func(h string) bool { return h == "What the report says" }) {

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
 
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
@@ -91,7 +93,6 @@ object, a reason's further lines indented below it:
 Exit status: 0 all allowed, 1 something denied, 2 input unreadable or
 holding no object at all.`,
 		Example: `  gatehouse admit -f apps/ -f projects.yaml --application-namespaces 'team-*'`,
-		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags())
 			if err := o.Validate(); err != nil {
@@ -101,6 +102,7 @@ holding no object at all.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cliargs.None(cmd, "give the manifests with -f (a file, a directory, or - for standard input)", "-f")
 	return cmd
 }
 
