@@ -296,7 +296,11 @@ func (r *BundleReconciler) fetch(ctx context.Context, b *gatehousev1.PolicyBundl
 		log.Debug("policy bundle unchanged")
 		return stored
 	}
-	log.Info("policy bundle fetched", "revision", a.Revision, "digest", a.Digest, "bytes", len(a.Data))
+	attrs := []any{"revision", a.Revision, "digest", a.Digest, "bytes", len(a.Data)}
+	if len(warnings) > 0 {
+		attrs = append(attrs, "warnings", warnings)
+	}
+	log.Info("policy bundle fetched", attrs...)
 	return a
 }
 
