@@ -8,11 +8,11 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // portForwarder reaches a Pod's port as kubectl port-forward does: through
@@ -26,20 +26,20 @@ func portForwarder(cfg *rest.Config, cs kubernetes.Interface) reachFunc {
 		if err != nil {
 			return "", nil, err
 		}
-		dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-		if ws, err := portforward.NewSPDYOverWebsocketDialer(u, cfg); err == nil {
-			dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
+		dialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+		if ws, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg); err == nil {
+			dialer = portforward.NewFallbackDialerForStreaming(ws, dialer, func(err error) bool {
 				return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 			})
 		}
 		stop, ready := make(chan struct{}), make(chan struct{})
-		fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, stop, ready, io.Discard, io.Discard)
+		fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, stop, ready, io.Discard, io.Discard)
 		if err != nil {
 			return "", nil, err
 		}
-		done := make(chan error, 1)
-		go func() { done <- fw.ForwardPorts() }()
-		closeFw := func() { close(stop); <-done }
+		done, finished := make(chan error, 1), make(chan struct{})
+		go func() { done <- fw.ForwardPorts(); close(finished) }()
+		closeFw := func() { close(stop); <-finished }
 		select {
 		case <-ready:
 		case err := <-done:

@@ -63,7 +63,8 @@ func agent(id, pod string, since time.Time) server.AgentStatus {
 // stderr with exit status 1 after the others are printed; one that is not
 // running is noted; no agent at all says so. Only the port-forward, which
 // needs a kubelet, is replaced by a direct connection here; the command's
-// own port-forward is tested against the API server below.
+// own port-forward is tested through the API server in
+// TestStatusPortForwardsThroughTheAPIServer and below.
 func TestStatusAsksEveryReplica(t *testing.T) {
 	cfg, kubeconfig := apiServer(t)
 	cs, err := kubernetes.NewForConfig(cfg)
