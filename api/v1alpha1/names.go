@@ -37,7 +37,8 @@ const (
 	ReasonInvalidCluster         = "InvalidCluster"
 	ReasonInvalidSettings        = "InvalidSettings"
 	// ReasonSuspended: spec.suspend is true, so `gatehouse snapshot` does
-	// not fetch the bundle.
+	// not fetch the bundle; also the reason of the Suspended condition, and
+	// of Ready (Unknown) for a bundle suspended before its first fetch.
 	ReasonSuspended = "Suspended"
 	// ReasonNotFetched: `gatehouse snapshot --fetch=false` left the bundle
 	// out.

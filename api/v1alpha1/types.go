@@ -42,7 +42,8 @@ type PolicyBundleSpec struct {
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// Interval between checks for a new version (default 5m).
 	Interval *metav1.Duration `json:"interval,omitempty"`
-	// Suspend stops fetching; the last good bundle keeps serving.
+	// Suspend stops fetching; the last good bundle keeps serving, and the
+	// Suspended condition says since when. false (or unset) resumes.
 	Suspend bool `json:"suspend,omitempty"`
 	// Verification, when set, requires the bundle to be signed
 	// (.signatures.json) with this key.
@@ -78,7 +79,8 @@ type KeyReference struct {
 // PolicyBundleStatus is what the controller last did.
 type PolicyBundleStatus struct {
 	// Conditions: Ready says whether the last fetch succeeded and the
-	// bundle is in the policy; its reason names what failed.
+	// bundle is in the policy; its reason names what failed. Suspended is
+	// True while spec.suspend is.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Revision is the .manifest revision of the bundle that serves.
 	Revision string `json:"revision,omitempty"`
@@ -91,8 +93,16 @@ type PolicyBundleStatus struct {
 	LastSuccessfulFetchTime *metav1.Time `json:"lastSuccessfulFetchTime,omitempty"`
 }
 
-// ConditionReady is the one condition type.
-const ConditionReady = "Ready"
+// Condition types of a PolicyBundle.
+const (
+	// ConditionReady: the last fetch succeeded and the bundle is in the
+	// policy; its reason names what failed.
+	ConditionReady = "Ready"
+	// ConditionSuspended is True, with reason ReasonSuspended, while
+	// spec.suspend is; its message says since when, what serves and how to
+	// resume. It is absent otherwise.
+	ConditionSuspended = "Suspended"
+)
 
 // Reasons of the Ready condition. Each failure has its own, naming what a
 // person must fix.

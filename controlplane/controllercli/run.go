@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,7 +44,7 @@ func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 // manager runs the webhook, the control plane and the agent server, in the
 // order the steps below are named.
 func (o *Options) runOnCluster(ctx context.Context, limits policies.Limits, logger *slog.Logger) error {
-	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	routeLibraryLogs(logger)
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return err
@@ -87,6 +88,14 @@ func (o *Options) runOnCluster(ctx context.Context, limits policies.Limits, logg
 		return fmt.Errorf("run controller: %w", err)
 	}
 	return nil
+}
+
+// routeLibraryLogs sends what controller-runtime and client-go log (klog:
+// leader election, watches, port-forwards) through logger, so that
+// --log-format=json writes JSON lines only and every line has one format.
+func routeLibraryLogs(logger *slog.Logger) {
+	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	klog.SetSlogLogger(logger)
 }
 
 // newScheme knows the objects the controller reads: Kubernetes', Argo CD's

@@ -40,7 +40,7 @@ func TestStatusPrintsTheRegistry(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{
-		"snapshot version: 0123456789ab", "AGENT", "BEHIND", "pod-uid-1", "gatehouse-system/gatehouse-proxy-0",
+		"controller " + strings.TrimPrefix(srv.URL, "http://") + ": snapshot version 0123456789ab, 2 agent(s)", "AGENT", "BEHIND", "pod-uid-1", "gatehouse-system/gatehouse-proxy-0",
 		"REJECTED (deterministic) fedcba987654", "proxy refused version: bad extension",
 		"3m20s STALE", "REJECTED (transient) 0123456789ab", "no space left on device",
 		"1 agent(s) stale: behind the current version for longer than 1m0s",

@@ -296,7 +296,11 @@ func (r *BundleReconciler) fetch(ctx context.Context, b *gatehousev1.PolicyBundl
 		log.Debug("policy bundle unchanged")
 		return stored
 	}
-	log.Info("policy bundle fetched", "revision", a.Revision, "digest", a.Digest, "bytes", len(a.Data))
+	attrs := []any{"revision", a.Revision, "digest", a.Digest, "bytes", len(a.Data)}
+	if len(warnings) > 0 {
+		attrs = append(attrs, "warnings", warnings)
+	}
+	log.Info("policy bundle fetched", attrs...)
 	return a
 }
 
@@ -425,6 +429,7 @@ func (r *BundleReconciler) updateStatus(ctx context.Context, b *gatehousev1.Poli
 		}
 		meta.SetStatusCondition(&s.Conditions, cond)
 	}
+	r.setSuspended(b, stored)
 	if equality.Semantic.DeepEqual(orig.Status, b.Status) {
 		return nil
 	}
@@ -432,4 +437,32 @@ func (r *BundleReconciler) updateStatus(ctx context.Context, b *gatehousev1.Poli
 		return fmt.Errorf("update the status of PolicyBundle %s: %w", b.Name, err)
 	}
 	return nil
+}
+
+// setSuspended keeps the Suspended condition: True while spec.suspend is,
+// saying since when, what serves and how to resume; absent otherwise. A
+// bundle suspended before its first fetch is Ready Unknown, for the same
+// reason, rather than showing no status at all.
+func (r *BundleReconciler) setSuspended(b *gatehousev1.PolicyBundle, stored *controlplane.BundleArtifact) {
+	s := &b.Status
+	if !b.Spec.Suspend {
+		meta.RemoveStatusCondition(&s.Conditions, gatehousev1.ConditionSuspended)
+		return
+	}
+	since := r.o.Now()
+	if old := meta.FindStatusCondition(s.Conditions, gatehousev1.ConditionSuspended); old != nil && old.Status == metav1.ConditionTrue {
+		since = old.LastTransitionTime.Time
+	}
+	serving := "no bundle serves: it was suspended before its first fetch"
+	if stored != nil {
+		serving = fmt.Sprintf("the last good bundle (revision %q, %s) keeps serving", stored.Revision, stored.Digest)
+	}
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: gatehousev1.ConditionSuspended, Status: metav1.ConditionTrue,
+		Reason: gatehousev1.ReasonSuspended, ObservedGeneration: b.Generation, LastTransitionTime: metav1.NewTime(since),
+		Message: fmt.Sprintf("spec.suspend is true: not fetched since %s; %s. To resume, set spec.suspend to false: kubectl -n %s patch policybundle %s --type merge -p '{\"spec\":{\"suspend\":false}}'",
+			since.UTC().Format(time.RFC3339), serving, b.Namespace, b.Name)})
+	if meta.FindStatusCondition(s.Conditions, gatehousev1.ConditionReady) == nil {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: gatehousev1.ConditionReady, Status: metav1.ConditionUnknown,
+			Reason: gatehousev1.ReasonSuspended, ObservedGeneration: b.Generation, Message: "suspended before its first fetch: no bundle serves"})
+	}
 }

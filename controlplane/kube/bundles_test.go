@@ -153,6 +153,8 @@ func TestPolicyBundles(t *testing.T) {
 		t.Fatalf("start kube-apiserver and etcd: %v", err)
 	}
 	t.Cleanup(func() { _ = te.Stop() })
+	kubectl := kubectlAs(t, te)
+	t.Run("kubectl explain describes every field", func(t *testing.T) { checkExplain(t, kubectl) })
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, gatehousev1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -254,6 +256,10 @@ func TestPolicyBundles(t *testing.T) {
 		}
 		eventually(t, "Ready at revision v2", ready(metav1.ConditionTrue, gatehousev1.ReasonSucceeded, "v2"))
 		eventually(t, "the snapshot carries v2", func() bool { return strings.Contains(s.policyData(), `"bob"`) })
+	})
+
+	t.Run("suspended: a Suspended condition and column, Ready kept; resumed: gone", func(t *testing.T) {
+		checkSuspend(t, c, kubectl, pb, reg.ManifestGets.Load)
 	})
 
 	t.Run("a restart with the registry down serves the last good bundle", func(t *testing.T) {

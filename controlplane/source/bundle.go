@@ -24,7 +24,11 @@ func (f *Fetcher) PullBundle(ctx context.Context, name string, spec *gatehousev1
 		return Pulled{}, err
 	}
 	req.Previous, req.MaxBytes = prev, maxBytes
-	return f.pull(ctx, name, req, key)
+	p, err := f.pull(ctx, name, req, key)
+	if c := req.Credentials; err == nil && c != nil && c.AnonymousBecause != "" {
+		p.Warnings = append(p.Warnings, "pulled anonymously: "+c.AnonymousBecause)
+	}
+	return p, err
 }
 
 // prepare turns a spec into a Request: it validates the spec, and reads the

@@ -26,7 +26,19 @@ type Credentials struct {
 	IdentityToken, RegistryToken string
 	// CA is PEM: certificates to trust besides the system's.
 	CA []byte
+	// AnonymousBecause, when set, says why the fetch is anonymous although
+	// a Secret was named: a Docker config Secret with no entry for the
+	// registry (a shared pull Secret made for other registries). Docker and
+	// Flux pull anonymously then, and so does Gatehouse; a registry that
+	// wants credentials is then refused with this sentence, which names
+	// the Secret and the registry, never a value.
+	AnonymousBecause string
+	// addEntry is what to do when the registry wants credentials after all.
+	addEntry string
 }
+
+// anonymous is whether the fetch sends no credentials.
+func (c *Credentials) anonymous() bool { return c == nil || c.AnonymousBecause != "" }
 
 // Keys a PolicyBundle's Secret is read from.
 const (
@@ -102,7 +114,11 @@ func keyList(data map[string][]byte) string {
 // them. Credential helpers (credsStore, credHelpers) are not run.
 func DockerConfigCredentials(raw []byte, host string) (*Credentials, error) {
 	c := &Credentials{}
-	if err := c.fromDockerConfig("docker config", raw, host); err != nil {
+	err := c.fromDockerConfig("docker config", raw, host)
+	if err == nil && c.AnonymousBecause != "" {
+		err = errorf(gatehousev1.ReasonSecretInvalid, "%s: %s", c.AnonymousBecause, c.addEntry)
+	}
+	if err != nil {
 		var helpers struct {
 			CredsStore  string            `json:"credsStore"`
 			CredHelpers map[string]string `json:"credHelpers"`
@@ -128,9 +144,12 @@ type dockerAuth struct {
 const dockerHubIndex = "https://index.docker.io/v1/"
 
 // fromDockerConfig finds host's entry as Docker does: the key exactly,
-// else any key whose host part (without scheme and path) is host; Docker
-// Hub's hosts use the index's key. "auth" (base64 of user:password) wins
-// over username and password, as in Docker.
+// else any key whose host part (without scheme and path, with its port)
+// is host, compared without case; Docker Hub's hosts (docker.io,
+// index.docker.io, registry-1.docker.io) use the index's key, else a key
+// naming any of them. "auth" (base64 of user:password) wins over username
+// and password, as in Docker. A config with no entry for host is no error:
+// c.AnonymousBecause says so and the fetch is anonymous.
 func (c *Credentials) fromDockerConfig(name string, raw []byte, host string) error {
 	if len(raw) == 0 {
 		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q has no %s key", name, keyDockerConfigJSON)
@@ -141,27 +160,11 @@ func (c *Credentials) fromDockerConfig(name string, raw []byte, host string) err
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q: %s is not a Docker config (JSON with \"auths\"): %v", name, keyDockerConfigJSON, jsonErrorOffset(err))
 	}
-	lookup := host
-	switch host {
-	case "docker.io", "index.docker.io", "registry-1.docker.io":
-		lookup = dockerHubIndex
-	}
-	entry, ok := cfg.Auths[lookup]
+	entry, ok := dockerEntry(cfg.Auths, host)
 	if !ok {
-		want := lookup
-		if lookup == dockerHubIndex {
-			want = "index.docker.io"
-		}
-		for _, k := range slices.Sorted(maps.Keys(cfg.Auths)) {
-			if dockerHostname(k) == want {
-				entry, ok = cfg.Auths[k], true
-				break
-			}
-		}
-	}
-	if !ok {
-		return errorf(gatehousev1.ReasonSecretInvalid, "Secret %q has no credentials for registry %s (it has %s): add them (kubectl create secret docker-registry --docker-server=%s)",
-			name, host, registryList(cfg.Auths), host)
+		c.AnonymousBecause = fmt.Sprintf("Secret %q has no credentials for registry %s (it has %s)", name, host, registryList(cfg.Auths))
+		c.addEntry = fmt.Sprintf("add them (kubectl create secret docker-registry --docker-server=%s)", host)
+		return nil
 	}
 	c.Username, c.Password = entry.Username, entry.Password
 	if entry.Auth != "" {
@@ -182,11 +185,40 @@ func (c *Credentials) fromDockerConfig(name string, raw []byte, host string) err
 	return nil
 }
 
+// dockerEntry is host's entry in a Docker config's auths.
+func dockerEntry(auths map[string]dockerAuth, host string) (dockerAuth, bool) {
+	hub := isDockerHub(host)
+	lookup := host
+	if hub {
+		lookup = dockerHubIndex
+	}
+	if e, ok := auths[lookup]; ok {
+		return e, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(auths)) {
+		h := dockerHostname(k)
+		if strings.EqualFold(h, host) || hub && isDockerHub(h) {
+			return auths[k], true
+		}
+	}
+	return dockerAuth{}, false
+}
+
+func isDockerHub(host string) bool {
+	switch strings.ToLower(host) {
+	case "docker.io", "index.docker.io", "registry-1.docker.io":
+		return true
+	}
+	return false
+}
+
 // dockerHostname is Docker's ConvertToHostname: a key without its scheme
-// and path.
+// (any, as "https://") and path, with its port.
 func dockerHostname(key string) string {
-	s := strings.TrimPrefix(strings.TrimPrefix(key, "http://"), "https://")
-	h, _, _ := strings.Cut(s, "/")
+	if _, rest, found := strings.Cut(key, "://"); found {
+		key = rest
+	}
+	h, _, _ := strings.Cut(key, "/")
 	return h
 }
 

@@ -17,6 +17,7 @@ func TestDockerConfigMatchesAsDocker(t *testing.T) {
 		name, host, entries string
 		user, password      string
 		says                string // an error
+		anonymous           string // why the pull is anonymous
 	}{
 		{name: "exact key", host: "r.example:5000", entries: `"r.example:5000": {"auth": "` + auth("a", "b:c") + `"}`, user: "a", password: "b:c"},
 		{name: "key with scheme and path", host: "r.example", entries: `"https://r.example/v2/": {"username": "u", "password": "p"}`, user: "u", password: "p"},
@@ -26,7 +27,19 @@ func TestDockerConfigMatchesAsDocker(t *testing.T) {
 			user: "a", password: "b"},
 		{name: "Docker Hub's index key", host: "docker.io", entries: `"https://index.docker.io/v1/": {"auth": "` + auth("hub", "pw") + `"}`, user: "hub", password: "pw"},
 		{name: "a port is part of the host", host: "r.example", entries: `"r.example:5000": {"username": "u", "password": "p"}`,
-			says: `has no credentials for registry r.example (it has r.example:5000)`},
+			anonymous: `Secret "pull" has no credentials for registry r.example (it has r.example:5000)`},
+		{name: "a port is part of the key", host: "r.example:5000", entries: `"https://r.example": {"username": "u", "password": "p"}`,
+			anonymous: `has no credentials for registry r.example:5000 (it has https://r.example)`},
+		{name: "a URL key with the port", host: "r.example:5000", entries: `"https://r.example:5000/v2/": {"username": "u", "password": "p"}`, user: "u", password: "p"},
+		{name: "host names are compared without case", host: "r.example", entries: `"HTTPS://R.Example": {"username": "u", "password": "p"}`, user: "u", password: "p"},
+		{name: "a longer name is another host", host: "r.example", entries: `"r.example.evil.test": {"username": "u", "password": "p"}, "evil.test/r.example": {"username": "v", "password": "p"}`,
+			anonymous: `has no credentials for registry r.example (it has evil.test/r.example, r.example.evil.test)`},
+		{name: "Docker Hub as docker.io", host: "registry-1.docker.io", entries: `"docker.io": {"username": "hub", "password": "pw"}`, user: "hub", password: "pw"},
+		{name: "Docker Hub's index key wins", host: "index.docker.io", entries: `"docker.io": {"username": "other", "password": "x"}, "https://index.docker.io/v1/": {"username": "hub", "password": "pw"}`,
+			user: "hub", password: "pw"},
+		{name: "docker.io is not a suffix match", host: "docker.io", entries: `"ghcr.io": {"username": "u", "password": "p"}, "mirror.docker.io.example": {"username": "u", "password": "p"}`,
+			anonymous: `has no credentials for registry docker.io (it has ghcr.io, mirror.docker.io.example)`},
+		{name: "no entries at all", host: "r.example", entries: ``, anonymous: `has no credentials for registry r.example (it has none)`},
 		{name: "auth not base64", host: "r.example", entries: `"r.example": {"auth": "%%%"}`, says: "is not base64"},
 		{name: "an empty entry", host: "r.example", entries: `"r.example": {}`, says: "holds no username"},
 	} {
@@ -40,6 +53,9 @@ func TestDockerConfigMatchesAsDocker(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(c.AnonymousBecause, tc.anonymous) || (tc.anonymous == "") != (c.AnonymousBecause == "") {
+				t.Fatalf("anonymous because %q, want %q", c.AnonymousBecause, tc.anonymous)
 			}
 			if c.Username != tc.user || c.Password != tc.password {
 				t.Fatalf("got %q/%q, want %q/%q", c.Username, c.Password, tc.user, tc.password)

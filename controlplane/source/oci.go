@@ -48,7 +48,7 @@ func (f *Fetcher) repository(req Request, plainHTTP bool) (*remote.Repository, g
 		return nil, ref, err
 	}
 	client := &auth.Client{Client: hc, Cache: auth.NewCache(), Header: http.Header{"User-Agent": {f.o.UserAgent}}}
-	if c := req.Credentials; c != nil {
+	if c := req.Credentials; !c.anonymous() {
 		client.Credential = auth.StaticCredential(ref.Host, auth.Credential{
 			Username: c.Username, Password: c.Password, RefreshToken: c.IdentityToken, AccessToken: c.RegistryToken,
 		})
@@ -235,10 +235,12 @@ func bundleLayer(where string, m *ocispec.Manifest) (ocispec.Descriptor, error) 
 // ociError maps a registry's answer to a reason.
 func ociError(where, doing string, err error, cred *Credentials) *Error {
 	var resp *errcode.ErrorResponse
-	anonymous := cred == nil
 	hint := "check the credentials in the Secret spec.secretRef names"
-	if anonymous {
+	switch {
+	case cred == nil:
 		hint = "the registry wants credentials: name a Secret in spec.secretRef"
+	case cred.AnonymousBecause != "":
+		hint = "the registry wants credentials, and " + cred.AnonymousBecause + ": " + cred.addEntry
 	}
 	switch {
 	case errors.As(err, &resp):

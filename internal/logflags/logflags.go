@@ -41,9 +41,19 @@ func (o *Options) Validate() error {
 func (o *Options) Handler(w io.Writer) slog.Handler {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.Level))
-	ho := &slog.HandlerOptions{Level: level}
+	ho := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	if o.Format == "text" {
 		return slog.NewTextHandler(w, ho)
 	}
 	return slog.NewJSONHandler(w, ho)
+}
+
+// readableDuration writes a time.Duration as Go spells it ("1.5s",
+// "250ms"), in both formats: slog's JSON handler would write integer
+// nanoseconds, which nobody reads and which differs from the text format.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
