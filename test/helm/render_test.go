@@ -32,6 +32,9 @@ const (
 	kubeVersion = "v1.30.0"
 )
 
+// lastNotes is NOTES.txt as the last render printed it.
+var lastNotes string
+
 // objects are rendered manifests by "apiVersion kind namespace/name", each
 // decoded from YAML into JSON's types, so two renders compare by value
 // whatever their key order, quoting or comments.
@@ -121,6 +124,7 @@ func renderChartIn(t *testing.T, namespace string, set map[string]any) (objects,
 	if err != nil {
 		return nil, err
 	}
+	lastNotes = rel.Info.Notes
 	var manifest bytes.Buffer
 	manifest.WriteString(rel.Manifest)
 	for _, hook := range rel.Hooks {
