@@ -14,7 +14,7 @@ import (
 
 // rooms are the top-level folders: ARCHITECTURE.md's rooms, internal/ for
 // the plumbing no one outside the project uses, and what is not Go.
-var rooms = []string{"agent", "api", "cmd", "controlplane", "docs", "examples", "internal", "manifests", "policies", "proxy", "sidecar", "test", "webhook"}
+var rooms = []string{"agent", "api", "charts", "cmd", "controlplane", "docs", "examples", "internal", "manifests", "policies", "proxy", "sidecar", "test", "webhook"}
 
 // maxFunctionLines bounds every function of the product (tests and
 // generated code aside), from its func line to its closing brace.

@@ -70,6 +70,12 @@ func render(t *testing.T, path string) []object {
 		}
 		raw = []byte(r.stdout)
 	}
+	return parseObjects(t, path, raw)
+}
+
+// parseObjects splits rendered manifests (from source) into objects.
+func parseObjects(t *testing.T, path string, raw []byte) []object {
+	t.Helper()
 	var out []object
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
