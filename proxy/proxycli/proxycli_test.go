@@ -62,6 +62,9 @@ func TestValidate(t *testing.T) {
 		{"no collector growth", func(o *Options) { o.Memory.GCPercent = 0 }, "--gc-percent"},
 		{"Argo CD's CA without its URL", func(o *Options) { o.ArgoCD.CAFile = "ca.crt" }, "--argocd-server-ca-file needs --argocd-server-url"},
 		{"a cache TTL that outlasts logout", func(o *Options) { o.ArgoCD.URL, o.ArgoCD.CacheTTL = "https://argocd-server", time.Hour }, "--argocd-server-cache-ttl"},
+		{"tracing to a collector", func(o *Options) { o.Tracing.Endpoint = "otel-collector.monitoring:4317" }, ""},
+		{"a collector URL", func(o *Options) { o.Tracing.Endpoint = "http://otel:4318" }, "--otlp-endpoint \"http://otel:4318\": give host:port without a scheme"},
+		{"plaintext without a collector", func(o *Options) { o.Tracing.Insecure = true }, "--otlp-insecure needs --otlp-endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
