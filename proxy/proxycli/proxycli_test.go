@@ -21,6 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/otlptest"
 )
 
 func defaults(t *testing.T) *Options {
@@ -147,7 +148,11 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Traced, over TLS, to a real collector: the last request's span must
+	// be exported by the time Run returns.
+	rcv := otlptest.Start(t, false)
 	o := defaults(t)
+	o.Tracing.Endpoint, o.Tracing.CAFile = rcv.Addr, rcv.CAFile
 	o.SnapshotDir = root
 	o.Listen, o.AdminListen, o.HealthListen = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,5 +233,13 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v, want a clean exit", err)
+	}
+	var slowSpan bool
+	for _, sp := range rcv.Spans() {
+		slowSpan = slowSpan || sp.Name == "extension request" && sp.Resource["service.name"] == "gatehouse-proxy" &&
+			sp.Attr("gatehouse.extension") == "audit" && sp.Attr("http.response.status_code") == "200" && sp.EndTimeUnixNano > 0
+	}
+	if !slowSpan {
+		t.Errorf("Run returned without exporting the last request's span; received %d spans", len(rcv.Spans()))
 	}
 }
