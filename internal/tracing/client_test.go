@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +48,34 @@ func TestExportVerifiesTheCollector(t *testing.T) {
 		t.Fatalf("export with the collector's CA: %v", err)
 	}
 	rcv.WaitFor(ctx, t, "work", nil)
+}
+
+// TestReplyError: a collector's refusal is an error that says what it
+// said, in the trailers or, for a reply without a body, the headers; an
+// HTTP answer that is not gRPC's points at the port.
+func TestReplyError(t *testing.T) {
+	tests := []struct {
+		name    string
+		resp    *http.Response
+		wantErr string // "" for none
+	}{
+		{"ok in the trailers", &http.Response{StatusCode: 200, Header: http.Header{}, Trailer: http.Header{"Grpc-Status": {"0"}}}, ""},
+		{"refused in the trailers", &http.Response{StatusCode: 200, Header: http.Header{},
+			Trailer: http.Header{"Grpc-Status": {"16"}, "Grpc-Message": {"bad%20token"}}}, "gRPC status 16: bad token"},
+		{"refused in the headers", &http.Response{StatusCode: 200, Header: http.Header{"Grpc-Status": {"8"}, "Grpc-Message": {"too many"}},
+			Trailer: http.Header{}}, "gRPC status 8: too many"},
+		{"no status", &http.Response{StatusCode: 200, Header: http.Header{}, Trailer: http.Header{}}, "no gRPC status"},
+		{"an HTTP collector", &http.Response{StatusCode: 404, Header: http.Header{}}, "OTLP gRPC port (4317)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := replyError(tt.resp)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("replyError: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("replyError: %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
 }
