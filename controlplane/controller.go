@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
 	"github.com/gatehouse-dev/gatehouse/internal/configproblem"
@@ -57,6 +58,9 @@ type ControllerOptions struct {
 	// Clock times the debounce; the real clock when nil (tests step a fake
 	// one).
 	Clock clock.Clock
+	// TracerProvider, when set, makes a span of each build and publish
+	// (tracing.go); nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Controller rebuilds the snapshot when the store changes, debounced, and
@@ -65,6 +69,7 @@ type ControllerOptions struct {
 type Controller struct {
 	o        ControllerOptions
 	m        *metrics
+	tracer   trace.Tracer // nil: tracing off
 	reported map[configproblem.ID]bool
 
 	mu      sync.Mutex
@@ -104,7 +109,11 @@ func NewController(o ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register control plane metrics: %w", err)
 	}
-	return &Controller{o: o, m: m, reported: map[configproblem.ID]bool{}, ready: make(chan struct{})}, nil
+	c := &Controller{o: o, m: m, reported: map[configproblem.ID]bool{}, ready: make(chan struct{})}
+	if o.TracerProvider != nil {
+		c.tracer = o.TracerProvider.Tracer(tracerName)
+	}
+	return c, nil
 }
 
 // Ready is a readiness check: nil once a first snapshot is published.
@@ -184,6 +193,7 @@ func (c *Controller) arming() {
 // content changed.
 func (c *Controller) rebuild(ctx context.Context) {
 	start := time.Now()
+	ctx, span := c.startBuild(ctx)
 	var out *Output
 	var err error
 	c.o.Store.Read(func(st *State) { out, err = c.o.Builder.Build(ctx, st) })
@@ -195,6 +205,7 @@ func (c *Controller) rebuild(ctx context.Context) {
 	c.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.builds.WithLabelValues("failed").Inc()
+		endBuild(span, "failed", out, nil, err)
 		c.o.Logger.Error("snapshot not published; the previous version stays", "error", err)
 		return
 	}
@@ -202,13 +213,16 @@ func (c *Controller) rebuild(ctx context.Context) {
 	defer c.mu.Unlock()
 	if c.current != nil && c.current.Version() == snap.Version() {
 		c.m.builds.WithLabelValues("unchanged").Inc()
+		endBuild(span, "unchanged", out, snap, nil)
 		return
 	}
-	if err := c.o.Publisher.Publish(snap); err != nil {
+	if err := c.publish(ctx, snap); err != nil {
 		c.m.builds.WithLabelValues("failed").Inc()
+		endBuild(span, "failed", out, snap, err)
 		c.o.Logger.Error("snapshot not published; the previous version stays", "version", snap.Version(), "error", err)
 		return
 	}
+	endBuild(span, "published", out, snap, nil)
 	c.current = snap
 	c.m.builds.WithLabelValues("published").Inc()
 	c.m.files.Set(float64(len(snap.Files())))

@@ -55,11 +55,21 @@ type testController struct {
 // second, stale signal for armed to take.
 func startController(t *testing.T, synced func() bool, initial ...*State) *testController {
 	t.Helper()
+	return startControllerWith(t, synced, nil, initial...)
+}
+
+// startControllerWith is startController with edit applied to the options.
+func startControllerWith(t *testing.T, synced func() bool, edit func(*ControllerOptions), initial ...*State) *testController {
+	t.Helper()
 	tc := &testController{t: t, store: NewStore(), pub: &recordingPublisher{got: make(chan *snapshot.Snapshot, 100)},
 		rep: &recordingReporter{got: make(chan []configproblem.Problem, 100)}, clock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		arms: make(chan struct{}, 100)}
-	c, err := NewController(ControllerOptions{Store: tc.store, Builder: newTestBuilder(), Publisher: tc.pub, Reporter: tc.rep, Synced: synced,
-		Quiet: testQuiet, MaxDelay: testMaxDelay, Clock: tc.clock})
+	o := ControllerOptions{Store: tc.store, Builder: newTestBuilder(), Publisher: tc.pub, Reporter: tc.rep, Synced: synced,
+		Quiet: testQuiet, MaxDelay: testMaxDelay, Clock: tc.clock}
+	if edit != nil {
+		edit(&o)
+	}
+	c, err := NewController(o)
 	if err != nil {
 		t.Fatal(err)
 	}

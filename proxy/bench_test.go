@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/otlptest"
 )
 
 // BenchmarkServeHTTP is one allowed request through the handler: the token
@@ -23,19 +26,32 @@ import (
 // every build), so a change to the request path shows in allocs/op and
 // B/op; test/bench/proxy measures the whole process under load.
 func BenchmarkServeHTTP(b *testing.B) {
-	b.Run("access-log=off", func(b *testing.B) { benchmarkServeHTTP(b, nil) })
+	b.Run("access-log=off", func(b *testing.B) { benchmarkServeHTTP(b) })
 	// The access log as --access-log writes it: JSON, here to nowhere.
-	b.Run("access-log=on", func(b *testing.B) { benchmarkServeHTTP(b, slog.New(slog.NewJSONHandler(io.Discard, nil))) })
+	b.Run("access-log=on", func(b *testing.B) {
+		benchmarkServeHTTP(b, func(o *Options) { o.AccessLog = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	})
+	// Tracing as --otlp-endpoint turns it on: every request's spans
+	// batched and exported to a collector on loopback.
+	b.Run("tracing=on", func(b *testing.B) {
+		rcv := otlptest.Start(b, true)
+		tp, err := tracing.Start(context.Background(), tracing.Options{Endpoint: rcv.Addr, Insecure: true}, "gatehouse-proxy", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		benchmarkServeHTTP(b, func(o *Options) { o.TracerProvider = tp.TracerProvider() })
+	})
 }
 
-func benchmarkServeHTTP(b *testing.B, accessLog *slog.Logger) {
+func benchmarkServeHTTP(b *testing.B, opts ...func(*Options)) {
 	payload := bytes.Repeat([]byte("x"), 1024)
 	be := newBackend(b, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(payload)
 	})
 	e := newEnv(b, func(c *snapshot.Content) { c.Extensions[0].Backend.Services[1].URLs = []string{be.URL} },
-		func(o *Options) { o.AccessLog = accessLog })
+		opts...)
 	alice := token("alice")
 	serve := func() {
 		r := httptest.NewRequest(http.MethodGet, "/api/v1/extensions/metrics/api/v1/query?q=up", nil)
@@ -50,9 +66,22 @@ func benchmarkServeHTTP(b *testing.B, accessLog *slog.Logger) {
 	}
 	serve() // fills the caches and the connection pool
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		serve()
 	}
+	// The process's CPU time per request (client, proxy and backend, and
+	// any exporter): steadier than ns/op on a loaded machine.
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkStreamSweep is the re-decision of 1,000 open streams after a

@@ -118,6 +118,9 @@ func (x *exchange) backendRequest(ctx context.Context) *http.Request {
 		WebSocket: x.websocket, RemoteAddr: r.RemoteAddr, Host: r.Host, TLS: r.TLS != nil,
 		Configured: x.svc.headers, Policy: x.policyHeaders, Identity: &x.identity,
 	}, x.header)
+	if x.stageSpan != nil {
+		x.injectTrace(out.Header)
+	}
 	filterRequestTrailers(out)
 	return out
 }

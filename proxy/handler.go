@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gatehouse-dev/gatehouse/proxy/authn"
 	"github.com/gatehouse-dev/gatehouse/proxy/authz"
 	"github.com/gatehouse-dev/gatehouse/proxy/headers"
@@ -48,6 +50,10 @@ type exchange struct {
 	body     *clientBody
 	header   http.Header // the backend request's header map, from headerMaps
 	err      error       // the round trip's error, if any
+
+	// span is the request's span and stageSpan the running stage's, with
+	// tracing on; nil with it off (tracing.go).
+	span, stageSpan trace.Span
 }
 
 // stage is one step of a request's way: nil to go on, or the refusal that
@@ -82,6 +88,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.w = responseWriter{ResponseWriter: w, x: x}
 	p.m.inFlight.Inc()
 	x.t = p.table.Load()
+	if p.tracer != nil {
+		x.startSpan()
+	}
 	x.run()
 	x.finish()
 }
@@ -94,7 +103,13 @@ func (x *exchange) run() {
 		}
 	}()
 	for i := range stages {
-		if prob := stages[i].run(x); prob != nil {
+		var prob *problem
+		if x.span != nil {
+			prob = x.runStageTraced(&stages[i])
+		} else {
+			prob = stages[i].run(x)
+		}
+		if prob != nil {
 			x.refuse(prob)
 			return
 		}
@@ -116,6 +131,9 @@ func (x *exchange) finish() {
 	p.m.request(label, x.w.code(), took)
 	if p.o.AccessLog != nil {
 		p.logAccess(x, label, took)
+	}
+	if x.span != nil {
+		x.endSpan(label)
 	}
 	if st != nil && st.cut.Load() {
 		panic(http.ErrAbortHandler)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 	"github.com/gatehouse-dev/gatehouse/policies"
@@ -62,6 +63,10 @@ type Options struct {
 	// (accesslog.go); nil: none.
 	AccessLog *slog.Logger
 
+	// TracerProvider, when set, traces every request (tracing.go); nil:
+	// tracing is off and costs nothing.
+	TracerProvider trace.TracerProvider
+
 	// clock is the stream registry's time; tests set it.
 	clock clock
 }
@@ -97,6 +102,7 @@ type Proxy struct {
 	engine  *policies.Engine
 	authn   *authn.Authenticator
 	gp      *goproxy.ProxyHttpServer
+	tracer  trace.Tracer // nil: tracing off
 	table   atomic.Pointer[table]
 	state   atomic.Pointer[sidecar.ProxyState]
 	closing atomic.Bool
@@ -136,6 +142,9 @@ func New(o Options) (*Proxy, error) {
 	}
 	if err := o.Registerer.Register(p.engine.Collector()); err != nil {
 		return nil, fmt.Errorf("register policy engine metrics: %w", err)
+	}
+	if o.TracerProvider != nil {
+		p.tracer = o.TracerProvider.Tracer(tracerName)
 	}
 	p.streams = newStreams(p, o.clock)
 	p.state.Store(&sidecar.ProxyState{})

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
 )
 
@@ -27,6 +29,8 @@ type HandlerOptions struct {
 	Rules   *Rules
 	Logger  *slog.Logger
 	Metrics *Metrics // optional
+	// Tracer, when set, makes a span of each review (tracing.go).
+	Tracer trace.Tracer
 }
 
 // review is what a decoded AdmissionReview hands to a rule.
@@ -125,7 +129,15 @@ func (h *handler[T]) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "read AdmissionReview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	apiVersion, uid, op, v, code := h.decide(req.Context(), body)
+	ctx := req.Context()
+	var span trace.Span
+	if h.opts.Tracer != nil {
+		ctx, span = h.startReview(req)
+	}
+	apiVersion, uid, op, v, code := h.decide(ctx, body)
+	if span != nil {
+		defer endReview(span, v, code)
+	}
 	if uid == "" {
 		h.opts.Logger.Warn("rejected malformed AdmissionReview", "resource", h.resource, "error", v.Reason)
 		h.opts.Metrics.observe(h.resource, "", "malformed", start)
@@ -147,6 +159,7 @@ func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid s
 	switch {
 	case errors.As(err, &objErr):
 		req := objErr.env.Request
+		describeReview(ctx, req.UID, req.Operation, req.Namespace, req.Name)
 		return objErr.env.APIVersion, req.UID, operation(req.Operation),
 			deny(fmt.Sprintf("cannot decode %s %s/%s: %v", h.kind, req.Namespace, req.Name, objErr.err)), http.StatusBadRequest
 	case err != nil:
@@ -154,6 +167,7 @@ func (h *handler[T]) decide(ctx context.Context, body []byte) (apiVersion, uid s
 	}
 	req := r.Request
 	op = operation(req.Operation)
+	describeReview(ctx, req.UID, req.Operation, req.Namespace, req.Name)
 	if req.Kind.Group != h.group || req.Kind.Kind != h.kind {
 		return r.APIVersion, req.UID, op, deny(fmt.Sprintf(
 			"this webhook reviews %s.%s, got %s.%s: check the ValidatingWebhookConfiguration's rules",

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -25,6 +26,8 @@ type InstallOptions struct {
 	// PolicyLimits are what policy ConfigMaps are checked under: the
 	// controller's, so the webhook refuses what the builder would.
 	PolicyLimits policies.Limits
+	// TracerProvider, when set, traces every review; nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Install wires the admission webhook into a manager that has not started:
@@ -48,6 +51,9 @@ func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[st
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
 	hopts := HandlerOptions{Rules: NewRules(source.Current, cluster), Logger: o.Logger, Metrics: m}
+	if o.TracerProvider != nil {
+		hopts.Tracer = o.TracerProvider.Tracer(tracerName)
+	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(PathApplications, NewApplicationHandler(hopts))
 	srv.Register(PathAppProjects, NewAppProjectHandler(hopts))

@@ -30,7 +30,7 @@ func runDirController(ctx context.Context, o *Options, dir string, limits polici
 	ready, run, err := runDirControlPlane(dir, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace,
 		Builder:   o.builderOptions(limits),
-		Publisher: agents, Logger: logger, Registerer: reg,
+		Publisher: agents, Logger: logger, Registerer: reg, TracerProvider: o.tracer,
 	})
 	if err != nil {
 		return err

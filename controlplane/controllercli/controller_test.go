@@ -39,6 +39,10 @@ func TestControllerFlagsRefuseWhatCannotWork(t *testing.T) {
 			want: `--ca-configmap needs --namespace (or $POD_NAMESPACE)`},
 		{name: "an unknown way to check Argo CD's tokens", args: []string{"--namespace", "gatehouse", "--argocd-token-check", "trust"},
 			want: `--argocd-token-check "trust": use "argocd-server" (recommended) or "server-key"`},
+		{name: "a collector without a port", args: []string{"--namespace", "gatehouse", "--otlp-endpoint", "otel-collector"},
+			want: `--otlp-endpoint "otel-collector": give host:port, e.g. otel-collector.monitoring:4317`},
+		{name: "a collector CA without a collector", args: []string{"--namespace", "gatehouse", "--otlp-ca-file", "ca.crt"},
+			want: `--otlp-ca-file needs --otlp-endpoint`},
 		{name: "dir source that is a file", args: []string{"--source", "dir:" + file, "--agent-static-token-file", "f"}, want: "--source dir:" + file + " is a file"},
 	}
 	for _, tt := range tests {

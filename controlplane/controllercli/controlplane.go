@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gatehouse-dev/gatehouse/agent/server"
@@ -66,6 +67,8 @@ type controlPlaneOptions struct {
 	Publisher  controlplane.Publisher
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// TracerProvider traces builds and publishes; nil: off.
+	TracerProvider trace.TracerProvider
 	// ArtifactNamespace (Gatehouse's own) holds the verified PolicyBundle
 	// artifacts every replica builds from.
 	ArtifactNamespace string
@@ -82,6 +85,8 @@ func newControlPlane(o controlPlaneOptions, store *controlplane.Store, synced fu
 		Observer:   observer,
 		Logger:     o.Logger.With("component", "control-plane"),
 		Registerer: o.Registerer,
+
+		TracerProvider: o.TracerProvider,
 	})
 }
 

@@ -8,10 +8,12 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/policies/limitscli"
 )
@@ -50,6 +52,10 @@ type Options struct {
 	Agents       agentServerOptions
 	Log          logflags.Options
 	PolicyLimits limitscli.Options
+	Tracing      tracing.Options
+
+	// tracer is the tracer provider Run starts from Tracing; nil: off.
+	tracer trace.TracerProvider
 
 	// set in Complete from whether the flags were given
 	overrides settings.Overrides
@@ -95,6 +101,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Agents.AddFlags(fs)
 	o.Log.AddFlags(fs)
 	o.PolicyLimits.AddFlags(fs, "policy-capabilities-file", "policy-check-memory")
+	o.Tracing.AddFlags(fs)
 }
 
 // Complete fills what the flags leave to other flags: the agent and metrics
@@ -137,7 +144,7 @@ func (o *Options) metricsTLS(logger *slog.Logger) (*tls.Config, error) {
 // Validate reports every flag that cannot work, each on its own line, before
 // anything starts; nil when they can.
 func (o *Options) Validate() error {
-	errs := []error{o.Log.Validate(), o.Agents.validate()}
+	errs := []error{o.Log.Validate(), o.Agents.validate(), o.Tracing.Validate()}
 	if err := validateSource(o.Source); err != nil {
 		errs = append(errs, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/webhook"
 	"github.com/gatehouse-dev/gatehouse/webhook/certs"
@@ -34,10 +35,26 @@ func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	tp, err := tracing.Start(ctx, o.Tracing, "gatehouse-controller", logger)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tp, logger)
+	o.tracer = tp.TracerProvider()
 	if dir := sourceDir(o.Source); dir != "" {
 		return runDirController(ctx, o, dir, limits, logger)
 	}
 	return o.runOnCluster(ctx, limits, logger)
+}
+
+// shutdownTracing exports the spans still batched, within a few seconds
+// of ctx's end.
+func shutdownTracing(ctx context.Context, tp *tracing.Provider, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: the last spans were not exported", "error", err)
+	}
 }
 
 // runOnCluster is the controller on a cluster: one controller-runtime
@@ -192,6 +209,7 @@ func (o *Options) install(ctx context.Context, mgr manager.Manager, agents *serv
 		Logger:                logger,
 		Registerer:            metrics.Registry,
 		PolicyLimits:          limits,
+		TracerProvider:        o.tracer,
 	})
 	if err != nil {
 		return nil, err
@@ -206,7 +224,7 @@ func (o *Options) install(ctx context.Context, mgr manager.Manager, agents *serv
 	if err := installKubeControlPlane(ctx, mgr, controlPlaneOptions{
 		Namespace: o.ControlPlaneNamespace, ArtifactNamespace: o.Namespace,
 		Builder:   o.builderOptions(limits),
-		Publisher: agents, Logger: logger, Registerer: metrics.Registry,
+		Publisher: agents, Logger: logger, Registerer: metrics.Registry, TracerProvider: o.tracer,
 	}); err != nil {
 		return nil, err
 	}

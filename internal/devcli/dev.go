@@ -119,7 +119,7 @@ func runDevTour(ctx context.Context, o *Options, tour *demo.Tour, listen string,
 	}
 	label := dirLabel(o.Dir)
 	fmt.Fprintf(out, "Tour of %s: the controller, agent and proxy on a copy of it, so that the tour's edit leaves %s as it is.\n", label, label)
-	stack, err := startStack(ctx, dir, listen, o.version, parts, o.StartTimeout)
+	stack, err := startStack(ctx, dir, listen, o.version, parts, o.StartTimeout, o.Tracing)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func runDevTour(ctx context.Context, o *Options, tour *demo.Tour, listen string,
 
 // serveDev runs the parts on the directory itself until ctx ends.
 func serveDev(ctx context.Context, o *Options, world *demo.World, listen string, log, parts *slog.Logger, d *demoServers, out io.Writer) error {
-	stack, err := startStack(ctx, o.Dir, listen, o.version, parts, o.StartTimeout)
+	stack, err := startStack(ctx, o.Dir, listen, o.version, parts, o.StartTimeout, o.Tracing)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

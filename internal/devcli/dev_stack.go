@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
 	"github.com/gatehouse-dev/gatehouse/internal/certgen"
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
@@ -38,11 +39,12 @@ type devStack struct {
 	debugURL string // the controller's agent registry
 	version  string // the build's, the agent reports it
 
-	tmp    string
-	cancel context.CancelFunc
-	done   chan partResult
-	parts  int // started
-	ended  int // of those, ended before stop and reported
+	tmp     string
+	tracing tracing.Options // the controller's and the proxy's
+	cancel  context.CancelFunc
+	done    chan partResult
+	parts   int // started
+	ended   int // of those, ended before stop and reported
 }
 
 type partResult struct {
@@ -53,13 +55,13 @@ type partResult struct {
 // startStack starts the parts on dir with the proxy on listen and returns
 // once every part serves the same version. Stop it with stop, whatever
 // the error.
-func startStack(ctx context.Context, dir, listen, version string, logger *slog.Logger, ready time.Duration) (*devStack, error) {
+func startStack(ctx context.Context, dir, listen, version string, logger *slog.Logger, ready time.Duration, tr tracing.Options) (*devStack, error) {
 	tmp, err := os.MkdirTemp("", "gatehouse-dev-*")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &devStack{tmp: tmp, cancel: cancel, done: make(chan partResult, 3), proxyURL: "http://" + listen, version: version}
+	s := &devStack{tmp: tmp, cancel: cancel, done: make(chan partResult, 3), proxyURL: "http://" + listen, version: version, tracing: tr}
 	if err := s.start(ctx, dir, listen, logger); err != nil {
 		return s, errors.Join(err, s.stop())
 	}
@@ -103,6 +105,7 @@ func (s *devStack) start(ctx context.Context, dir, listen string, logger *slog.L
 		return err
 	}
 	co.Agents.Listener, co.Agents.DebugListener, po.AdminListener = lns[0], lns[1], lns[2]
+	co.Tracing, po.Tracing = s.tracing, s.tracing
 	handed = true
 
 	s.run(ctx, "controller", func(ctx context.Context) error {

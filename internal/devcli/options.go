@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/settings"
 	"github.com/gatehouse-dev/gatehouse/internal/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 )
 
 // Options are the flags of `gatehouse dev`; Dir, IssuerKey and
@@ -25,6 +26,8 @@ type Options struct {
 	Verbose      bool
 	StartTimeout time.Duration
 	Log          logflags.Options
+	// Tracing is passed to the controller and the proxy.
+	Tracing tracing.Options
 
 	// version is the build's, which the agent reports.
 	version string
@@ -54,6 +57,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Verbose, "verbose", false, "log every part's information lines, not only one line per version and part")
 	fs.DurationVar(&o.StartTimeout, "start-timeout", time.Minute, "how long the parts may take to serve their first version")
 	o.Log.AddFlags(fs)
+	o.Tracing.AddFlags(fs)
 	// A person reads gatehouse dev's log; machines read the parts' own.
 	o.Log.Format = "text"
 	fs.Lookup("log-format").DefValue = "text"
@@ -62,7 +66,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate reports every flag that cannot work, each on its own line; nil
 // when they can.
 func (o *Options) Validate() error {
-	errs := append([]error{o.Log.Validate()}, o.validateShared()...)
+	errs := append([]error{o.Log.Validate(), o.Tracing.Validate()}, o.validateShared()...)
 	if _, port, err := net.SplitHostPort(o.Listen); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("--listen %q: want host:port, such as 127.0.0.1:8080", o.Listen))
 	} else if !demo.IsLoopback(o.Listen) {

@@ -21,10 +21,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/internal/memflags"
 	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
+	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
@@ -67,6 +69,7 @@ type Options struct {
 	ArgoCD            ArgoCDServerOptions
 	Profiling         bool
 	Log               logflags.Options
+	Tracing           tracing.Options
 
 	// AdminListener, when set, is AdminListen bound already: gatehouse dev
 	// binds its loopback ports before it starts the parts, so that no
@@ -114,12 +117,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ArgoCD.AddFlags(fs)
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's profiles (/debug/pprof/) on the admin address; for diagnosing CPU and memory use")
 	o.Log.AddFlags(fs)
+	o.Tracing.AddFlags(fs)
 }
 
 // Validate reports every fault of the options, one line each; nil when
 // they are fine.
 func (o *Options) Validate() error {
-	errs := []error{o.Log.Validate()}
+	errs := []error{o.Log.Validate(), o.Tracing.Validate()}
 	if o.SnapshotDir == "" {
 		errs = append(errs, errors.New("--snapshot-dir must name the shared volume"))
 	}
@@ -217,7 +221,13 @@ SIGTERM drains in-flight requests and exits 0.`,
 func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := o.newProxy(logger, reg)
+	tp, err := tracing.Start(ctx, o.Tracing, "gatehouse-proxy", logger)
+	if err != nil {
+		return err
+	}
+	// After the drain below: the last requests' spans go out too.
+	defer shutdownTracing(ctx, tp, logger)
+	p, err := o.newProxy(logger, reg, tp.TracerProvider())
 	if err != nil {
 		return err
 	}
@@ -256,8 +266,19 @@ func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	return runErr
 }
 
-// newProxy is the proxy the options ask for, its metrics in reg.
-func (o *Options) newProxy(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Proxy, error) {
+// shutdownTracing exports the spans still batched, within a few seconds
+// of ctx's end.
+func shutdownTracing(ctx context.Context, tp *tracing.Provider, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: the last spans were not exported", "error", err)
+	}
+}
+
+// newProxy is the proxy the options ask for, its metrics in reg, its spans
+// to tp (nil: tracing off).
+func (o *Options) newProxy(logger *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (*proxy.Proxy, error) {
 	engine := []policies.Option{policies.WithCache(o.DecisionCacheSize, o.DecisionCacheTTL), policies.WithEvalTimeout(o.PolicyEvalTimeout)}
 	if o.DecisionLog {
 		engine = append(engine, policies.WithDecisionLog(logger))
@@ -284,6 +305,7 @@ func (o *Options) newProxy(logger *slog.Logger, reg prometheus.Registerer) (*pro
 		MaxRequestBodyBytes:  o.MaxRequestBodyBytes,
 		MaxUsersPerExtension: o.MaxUsers,
 		AccessLog:            accessLog,
+		TracerProvider:       tp,
 	})
 }
 

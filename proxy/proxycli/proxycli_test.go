@@ -21,6 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/proxy"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
+	"github.com/gatehouse-dev/gatehouse/test/testkit/otlptest"
 )
 
 func defaults(t *testing.T) *Options {
@@ -62,6 +63,9 @@ func TestValidate(t *testing.T) {
 		{"no collector growth", func(o *Options) { o.Memory.GCPercent = 0 }, "--gc-percent"},
 		{"Argo CD's CA without its URL", func(o *Options) { o.ArgoCD.CAFile = "ca.crt" }, "--argocd-server-ca-file needs --argocd-server-url"},
 		{"a cache TTL that outlasts logout", func(o *Options) { o.ArgoCD.URL, o.ArgoCD.CacheTTL = "https://argocd-server", time.Hour }, "--argocd-server-cache-ttl"},
+		{"tracing to a collector", func(o *Options) { o.Tracing.Endpoint = "otel-collector.monitoring:4317" }, ""},
+		{"a collector URL", func(o *Options) { o.Tracing.Endpoint = "http://otel:4318" }, "--otlp-endpoint \"http://otel:4318\": give host:port without a scheme"},
+		{"plaintext without a collector", func(o *Options) { o.Tracing.Insecure = true }, "--otlp-insecure needs --otlp-endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +148,11 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Traced, over TLS, to a real collector: the last request's span must
+	// be exported by the time Run returns.
+	rcv := otlptest.Start(t, false)
 	o := defaults(t)
+	o.Tracing.Endpoint, o.Tracing.CAFile = rcv.Addr, rcv.CAFile
 	o.SnapshotDir = root
 	o.Listen, o.AdminListen, o.HealthListen = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,5 +233,13 @@ func TestRunServesTheVolumeAndDrains(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v, want a clean exit", err)
+	}
+	var slowSpan bool
+	for _, sp := range rcv.Spans() {
+		slowSpan = slowSpan || sp.Name == "extension request" && sp.Resource["service.name"] == "gatehouse-proxy" &&
+			sp.Attr("gatehouse.extension") == "audit" && sp.Attr("http.response.status_code") == "200" && sp.EndTimeUnixNano > 0
+	}
+	if !slowSpan {
+		t.Errorf("Run returned without exporting the last request's span; received %d spans", len(rcv.Spans()))
 	}
 }
