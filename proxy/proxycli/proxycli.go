@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/internal/memflags"
 	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
@@ -212,6 +213,9 @@ SIGTERM drains in-flight requests and exits 0.`,
 func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "proxy"); err != nil {
+		return err
+	}
 	p, err := o.newProxy(logger, reg)
 	if err != nil {
 		return err
