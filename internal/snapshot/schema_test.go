@@ -261,6 +261,9 @@ func FuzzDecode(f *testing.F) {
 	m := files(good)
 	f.Add(m[IndexFile], m[extensionsFile], m[authFile])
 	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, SchemaVersion), []byte(`{}`), []byte(`{}`))
+	// An adjacent schema's, read leniently, and one requiring a restriction.
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"more":1,"files":[]}`, SchemaVersion+1), []byte(`{"extensions":[],"x":{}}`), []byte(`{"y":[]}`))
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"requires":["z"],"files":[]}`, SchemaVersion+1), []byte(`{}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, index, extensions, auth []byte) {
 		fs := files(good)
 		fs[IndexFile], fs[extensionsFile], fs[authFile] = index, extensions, auth
