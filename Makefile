@@ -83,7 +83,7 @@ release:
 			[[ "$$which" == all || "$$b" == gatehouse ]] || continue; \
 			out="$(DIST)/$$b-$$os-$$arch"; echo "+ $$out"; \
 			GOOS=$$os GOARCH=$$arch $(GOBUILD) -o "$$out" ./cmd/$$b; \
-			log="$$("$(TOOLS)/cyclonedx-gomod" bin -json -std -noserial -notimestamp -version $(VERSION) -output "$$out.cdx.json" "$$out" 2>&1)" || \
+			log="$$(GOOS=$$os GOARCH=$$arch "$(TOOLS)/cyclonedx-gomod" bin -json -std -noserial -notimestamp -version $(VERSION) -output "$$out.cdx.json" "$$out" 2>&1)" || \
 				{ echo "$$log" >&2; echo "make release: cyclonedx-gomod could not write the SBOM of $$out (above)" >&2; exit 1; }; \
 		done; \
 	done

@@ -202,7 +202,7 @@ type sbom struct {
 	BOMFormat string `json:"bomFormat"`
 	Metadata  struct {
 		Component struct {
-			Name, Version string
+			Name, Version, Purl string
 		} `json:"component"`
 	} `json:"metadata"`
 	Components []struct {
@@ -222,6 +222,10 @@ func checkSBOM(t *testing.T, path string) {
 	if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/gatehouse-dev/gatehouse" || bom.Metadata.Component.Version != version {
 		t.Errorf("the SBOM describes %s %s %s, want CycloneDX of github.com/gatehouse-dev/gatehouse %s",
 			bom.BOMFormat, bom.Metadata.Component.Name, bom.Metadata.Component.Version, version)
+	}
+	// The package URL names the binary's platform, not the build host's.
+	if !strings.Contains(bom.Metadata.Component.Purl, "goarch=amd64&goos=linux") {
+		t.Errorf("the SBOM's package URL %s does not name linux/amd64", bom.Metadata.Component.Purl)
 	}
 	listed := map[string]string{}
 	for _, c := range bom.Components {
