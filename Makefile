@@ -10,7 +10,23 @@ GO       ?= go
 # Dockerfile builds them with this same target.
 BINARIES = gatehouse gatehouse-agent gatehouse-proxy
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-GOBUILD  = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+# The build's identity, stamped into internal/buildinfo (`gatehouse version`,
+# --version, gatehouse_build_info): the commit and its time (not the build's,
+# so builds stay reproducible), and go.mod's OPA, which the agent does not
+# link. Empty ones fall back to what the Go toolchain recorded.
+COMMIT      ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; }; echo $$c)
+BUILD_DATE  ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+OPA_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-agent/opa 2>/dev/null)
+BUILDINFO   = github.com/gatehouse-dev/gatehouse/internal/buildinfo
+GOBUILD  = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(BUILD_DATE) -X $(BUILDINFO).opaVersion=$(OPA_VERSION)"
+# make release VERSION=vX.Y.Z: where it writes, the platforms of all three
+# binaries and those of the CLI alone, and whether it builds the images
+# (when a container engine works).
+DIST           ?= dist
+PLATFORMS      ?= linux/amd64 linux/arm64
+CLI_PLATFORMS  ?= darwin/amd64 darwin/arm64
+RELEASE_IMAGES ?= yes
+CHART           = charts/gatehouse
 # make image: the registry and tag of the images; the engine is the first
 # of docker and podman whose `info` succeeds, unless CONTAINER_ENGINE says.
 IMAGE_REPO ?= ghcr.io/gatehouse-dev
@@ -23,7 +39,7 @@ TOOLS    = $(shell test/tools/install.sh)
 # importer to it.
 ARGOCDREF = test/argocdref
 
-.PHONY: all build image run test unit lint tools bench generate fmt clean
+.PHONY: all build image release run test unit lint tools bench generate fmt clean
 
 all: build
 
@@ -49,14 +65,55 @@ image:
 		$$engine build --target $$b --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/$$b:$(IMAGE_TAG) . || exit 1; \
 	done
 
+## release: make release VERSION=vX.Y.Z writes $(DIST)/: the three binaries
+## for each of PLATFORMS (static, -trimpath) and the CLI for CLI_PLATFORMS
+## too, a CycloneDX SBOM of each (cyclonedx-gomod, from the modules the
+## binary records), install.yaml (manifests/ with every image at VERSION),
+## the Helm chart packaged at VERSION, and SHA256SUMS of them all; then the
+## images, when a container engine works (make image).
+release:
+	@semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$$'; \
+	[[ "$(VERSION)" =~ $$semver ]] || { echo "make release: VERSION=\"$(VERSION)\" is not a release version: give v, then MAJOR.MINOR.PATCH (semver), e.g. make release VERSION=v0.1.0" >&2; exit 2; }
+	@test -f $(CHART)/Chart.yaml || { echo "make release: $(CHART)/Chart.yaml is missing: the release packages the Helm chart, so it must be in the tree" >&2; exit 1; }
+	@for t in kubectl helm cyclonedx-gomod; do test -x "$(TOOLS)/$$t" || { echo "make release: $(TOOLS)/$$t is missing: run test/tools/install.sh" >&2; exit 1; }; done
+	rm -rf "$(DIST)" && mkdir -p "$(DIST)"
+	@for p in $(PLATFORMS:%=all:%) $(CLI_PLATFORMS:%=cli:%); do \
+		which="$${p%%:*}"; p="$${p#*:}"; os="$${p%/*}"; arch="$${p#*/}"; \
+		for b in $(BINARIES); do \
+			[[ "$$which" == all || "$$b" == gatehouse ]] || continue; \
+			out="$(DIST)/$$b-$$os-$$arch"; echo "+ $$out"; \
+			GOOS=$$os GOARCH=$$arch $(GOBUILD) -o "$$out" ./cmd/$$b; \
+			log="$$(GOOS=$$os GOARCH=$$arch "$(TOOLS)/cyclonedx-gomod" bin -json -std -noserial -notimestamp -version $(VERSION) -output "$$out.cdx.json" "$$out" 2>&1)" || \
+				{ echo "$$log" >&2; echo "make release: cyclonedx-gomod could not write the SBOM of $$out (above)" >&2; exit 1; }; \
+		done; \
+	done
+	@overlay="$$(mktemp -d)"; trap 'rm -rf "$$overlay"' EXIT; \
+	{ echo "apiVersion: kustomize.config.k8s.io/v1beta1"; echo "kind: Kustomization"; \
+	  echo "resources: [$$(realpath --relative-to="$$overlay" manifests)]"; echo "images:"; \
+	  for b in $(BINARIES); do echo "  - {name: ghcr.io/gatehouse-dev/$$b, newName: $(IMAGE_REPO)/$$b, newTag: $(VERSION)}"; done; } > "$$overlay/kustomization.yaml"; \
+	"$(TOOLS)/kubectl" kustomize "$$overlay" > "$(DIST)/install.yaml"; \
+	if grep -n ':latest' "$(DIST)/install.yaml" || grep -n 'image:' "$(DIST)/install.yaml" | grep -v ':$(VERSION)$$'; then \
+		echo "make release: $(DIST)/install.yaml has an image not at $(VERSION) (above)" >&2; exit 1; fi; \
+	echo "+ $(DIST)/install.yaml"
+	"$(TOOLS)/helm" package $(CHART) --version $(VERSION:v%=%) --app-version $(VERSION) -d "$(DIST)"
+	cd "$(DIST)" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
+	@engine="$(CONTAINER_ENGINE)"; \
+	if [ -z "$$engine" ]; then for e in docker podman; do \
+		if command -v $$e >/dev/null && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; done; fi; \
+	if [ "$(RELEASE_IMAGES)" != yes ]; then echo "make release: images not built (RELEASE_IMAGES=$(RELEASE_IMAGES))"; \
+	elif [ -z "$$engine" ]; then echo "make release: no working container engine (neither 'docker info' nor 'podman info' succeeds): images not built; build them where one works with make image VERSION=$(VERSION)"; \
+	else $(MAKE) --no-print-directory image VERSION=$(VERSION) CONTAINER_ENGINE=$$engine; fi
+	@echo "make release: $(DIST)/ holds $(VERSION) (sha256sum -c SHA256SUMS there checks it)"
+
 ## run: the whole product on this machine, from examples/ (gatehouse dev):
 ## the tour, then the controller, an agent and the proxy serving, with curl
 ## commands to try; edits of examples/ take effect at once; Ctrl-C stops it.
 run: build
 	./$(BIN) dev
 
-## tools: build (or reuse) kube-apiserver, etcd, kubectl and golangci-lint,
-## and install headless Chromium (Debian's package) for the browser scenario
+## tools: build (or reuse) kube-apiserver, etcd, kubectl, helm, golangci-lint
+## and cyclonedx-gomod, and install headless Chromium (Debian's package) for
+## the browser scenario
 ## and redis-server (Debian's) for the Argo CD session test.
 tools:
 	@test/tools/install.sh >/dev/null
@@ -65,9 +122,10 @@ tools:
 
 ## test: everything CI runs: lint, then all tests with the race detector
 ## against a real kube-apiserver + etcd, and the Argo CD reference module's.
-## The browser scenario must run here: a missing Chromium fails it.
+## The browser scenario must run here: a missing Chromium fails it; so
+## must the release check (test/release: a linux/amd64 make release).
 test: tools lint
-	KUBEBUILDER_ASSETS="$(TOOLS)" GATEHOUSE_E2E_BROWSER=required $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS="$(TOOLS)" GATEHOUSE_E2E_BROWSER=required GATEHOUSE_RELEASE=required $(GO) test -race -count=1 ./...
 	# The policy sandbox's memory budget, in the release build that holds it:
 	# under -race the detector's shadow memory counts against RLIMIT_DATA, so
 	# the run above skips these.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -96,22 +97,33 @@ func TestSnapshotLifecycle(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a snapshot of another schema", func(t *testing.T) {
-		m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: "old-schema",
-			Files: []snapshot.FileMeta{{Path: snapshot.IndexFile, Kind: snapshot.KindConfig}}}
-		idx := []byte(`{"schemaVersion":1,"files":[]}`)
-		m.Files[0].SHA256, m.Files[0].Size = snapshot.Hash(idx), int64(len(idx))
-		vs, err := sidecar.NewSnapshot(m, map[string][]byte{snapshot.IndexFile: idx}, sidecar.DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Load(context.Background(), vs); err == nil {
-			t.Fatal("loaded")
-		}
-		if st, _ := state(t, admin); st.RejectedVersion != "old-schema" || !strings.Contains(st.RejectedReason, "schemaVersion 1") {
-			t.Fatalf("state %+v", st)
-		}
-	})
+	// A controller more than one minor release away: refused, naming the
+	// side to upgrade (docs/compatibility.md).
+	for _, tt := range []struct {
+		schema int
+		reason string
+	}{
+		{1, "schemaVersion 1 is older than this reader's"},
+		{snapshot.SchemaVersion + 2, "by more than one minor release (it reads 3 to 4): upgrade the agents and proxies to the controller's release"},
+	} {
+		t.Run(fmt.Sprintf("a snapshot of schema %d", tt.schema), func(t *testing.T) {
+			version := fmt.Sprintf("schema-%d", tt.schema)
+			m := &sidecar.Manifest{SchemaVersion: sidecar.SchemaVersion, Version: version,
+				Files: []snapshot.FileMeta{{Path: snapshot.IndexFile, Kind: snapshot.KindConfig}}}
+			idx := fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, tt.schema)
+			m.Files[0].SHA256, m.Files[0].Size = snapshot.Hash(idx), int64(len(idx))
+			vs, err := sidecar.NewSnapshot(m, map[string][]byte{snapshot.IndexFile: idx}, sidecar.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Load(context.Background(), vs); err == nil {
+				t.Fatal("loaded")
+			}
+			if st, _ := state(t, admin); st.ServedVersion != s.Version() || st.RejectedVersion != version || !strings.Contains(st.RejectedReason, tt.reason) {
+				t.Fatalf("state %+v, want %s served and the reason to say %q", st, s.Version(), tt.reason)
+			}
+		})
+	}
 
 	// Still serving the good one.
 	srv := httptest.NewServer(p)
@@ -120,8 +132,8 @@ func TestSnapshotLifecycle(t *testing.T) {
 	if resp, body := e.do(req{path: "/api/v1/extensions/metrics/x", token: token("alice"), header: app("team-a", "web", "team-a")}); resp.StatusCode != 200 {
 		t.Fatalf("after refusals: %d %s", resp.StatusCode, body)
 	}
-	if got := counter(t, reg, "gatehouse_proxy_snapshots_total", map[string]string{"result": "rejected"}); got != 4 {
-		t.Errorf("rejections counted %v, want 4", got)
+	if got := counter(t, reg, "gatehouse_proxy_snapshots_total", map[string]string{"result": "rejected"}); got != 5 {
+		t.Errorf("rejections counted %v, want 5", got)
 	}
 
 	p.Drain()

@@ -60,6 +60,9 @@ func TestAdminServesHTTPSWithACertificate(t *testing.T) {
 	if err != nil || status != http.StatusOK || !strings.Contains(body, "gatehouse_agent_") {
 		t.Fatalf("metrics over HTTPS: %d, %v, body without gatehouse_agent_", status, err)
 	}
+	if !strings.Contains(body, "gatehouse_build_info{") || !strings.Contains(body, `component="agent"`) {
+		t.Fatalf("metrics without gatehouse_build_info{component=\"agent\",...}:\n%s", body)
+	}
 	status, body, err = testkit.Fetch(http.DefaultClient, "http://"+base+"/metrics")
 	if err == nil && (status != http.StatusBadRequest || strings.Contains(body, "gatehouse_agent_")) {
 		t.Fatalf("plain HTTP got %d %q, want a refusal", status, body)

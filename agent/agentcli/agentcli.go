@@ -26,6 +26,7 @@ import (
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/client"
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/internal/memflags"
 	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
@@ -169,6 +170,9 @@ func (o *Options) Run(ctx context.Context, version string, logger *slog.Logger) 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "agent"); err != nil {
+		return err
+	}
 	metrics, err := client.NewMetrics(reg)
 	if err != nil {
 		return err

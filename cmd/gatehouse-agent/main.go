@@ -14,14 +14,13 @@ import (
 	"syscall"
 
 	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	cmd := agentcli.NewCommand("gatehouse-agent", version)
+	cmd := agentcli.NewCommand("gatehouse-agent", buildinfo.Get().Version)
+	buildinfo.SetVersionFlag(cmd)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.ExecuteContext(ctx)
 	stop()

@@ -12,12 +12,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	cmd := proxycli.NewCommand("gatehouse-proxy")
+	buildinfo.SetVersionFlag(cmd)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.ExecuteContext(ctx)
 	stop()

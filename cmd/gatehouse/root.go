@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agent/agentcli"
 	"github.com/gatehouse-dev/gatehouse/controlplane/controllercli"
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/internal/cliargs"
 	"github.com/gatehouse-dev/gatehouse/internal/cliexit"
 	"github.com/gatehouse-dev/gatehouse/internal/devcli"
@@ -19,9 +20,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/proxy/proxycli"
 	"github.com/gatehouse-dev/gatehouse/webhook/admitcli"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // newRootCommand assembles every role's command under gatehouse. The sidecar
 // image runs the slim cmd/gatehouse-agent and the proxy image
@@ -42,7 +40,9 @@ in a GitOps repository's CI (admit).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), limitscli.NewSandboxCommand())
+	version := buildinfo.Get().Version
+	buildinfo.SetVersionFlag(root)
+	root.AddCommand(controllercli.NewCommand(), agentcli.NewCommand("agent", version), controllercli.NewStatusCommand(), admitcli.NewCommand(), policycli.NewCommand(), controllercli.NewSnapshotCommand(), proxycli.NewCommand("proxy"), devcli.NewCommand(version), limitscli.NewSandboxCommand(), buildinfo.NewCommand())
 	cliargs.Group(root)
 	cliargs.FlagErrors(root)
 	addCompletion(root)

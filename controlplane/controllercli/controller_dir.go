@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/policies"
 )
 
@@ -23,6 +24,9 @@ import (
 func runDirController(ctx context.Context, o *Options, dir string, limits policies.Limits, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "controller"); err != nil {
+		return err
+	}
 	agents, err := newAgentServer(&o.Agents, nil, reg, logger)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/agent/server"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/api/v1alpha1"
 	"github.com/gatehouse-dev/gatehouse/internal/argocd/v1alpha1"
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/policies"
 	"github.com/gatehouse-dev/gatehouse/webhook"
@@ -203,6 +204,9 @@ func (o *Options) metricsServerOptions(logger *slog.Logger) (metricsserver.Optio
 // install adds the webhook and, when the controller builds snapshots, the
 // control plane to mgr; it returns the readiness checks to add.
 func (o *Options) install(ctx context.Context, mgr manager.Manager, agents *server.Server, limits policies.Limits, logger *slog.Logger) (map[string]healthz.Checker, error) {
+	if err := buildinfo.Register(metrics.Registry, "controller"); err != nil {
+		return nil, err
+	}
 	checks, err := webhook.Install(ctx, mgr, webhook.InstallOptions{
 		ControlPlaneNamespace: o.ControlPlaneNamespace,
 		Overrides:             o.overrides,

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +11,11 @@ import (
 
 // Decode reads a snapshot through get, which returns a file's content by
 // path (a sidecar.Snapshot's File method fits). It verifies every file
-// against the index, decodes strictly (unknown fields are errors: a newer
-// schema must bump schemaVersion) and validates the result. Anything it
+// against the index and validates the result. A snapshot of this schema is
+// decoded strictly (an unknown field or file is an error); one of an
+// adjacent schema (ReadableSchemas: a controller one minor release older or
+// newer) skips the fields and files it does not know, and is refused if its
+// index requires a restriction this reader cannot enforce. Anything it
 // cannot trust is an error; the caller keeps serving what it had.
 func Decode(get func(path string) ([]byte, bool)) (*Content, error) { return new(Decoder).Decode(get) }
 
@@ -31,6 +35,12 @@ type Decoder struct {
 	// memory once it decodes: the memory holds one snapshot's shards.
 	nextApps     map[string][]Application
 	nextProjects map[string][]Project
+	// strict is whether the snapshot being decoded is of the reader's own
+	// schema: only then is an unknown field or file an error.
+	strict bool
+	// own is the schema the reader reads as its own; 0 is SchemaVersion.
+	// Tests set it to read as the next or previous release would.
+	own int
 }
 
 // Decode is the package's Decode, taking unchanged shards from the last
@@ -50,13 +60,9 @@ func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error)
 	if !ok {
 		return nil, fmt.Errorf("load snapshot: %s is missing: the files are not a Gatehouse snapshot", IndexFile)
 	}
-	var idx index
-	if err := strictJSON(raw, &idx); err != nil {
+	idx, err := d.index(raw)
+	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %s: %w", IndexFile, err)
-	}
-	if idx.SchemaVersion != schemaVersion {
-		return nil, fmt.Errorf("load snapshot: schemaVersion %d, but this proxy reads %d: run the proxy and controller from the same release",
-			idx.SchemaVersion, schemaVersion)
 	}
 	c := &Content{Policy: map[string][]byte{}, Secrets: map[string][]byte{}}
 	seen := map[string]bool{}
@@ -84,6 +90,53 @@ func (d *Decoder) decode(get func(path string) ([]byte, bool)) (*Content, error)
 	return c, nil
 }
 
+// index reads the index, checks its schema against the reader's and
+// decides how strictly the rest is read.
+func (d *Decoder) index(raw []byte) (*index, error) {
+	own := cmp.Or(d.own, SchemaVersion)
+	var head struct {
+		SchemaVersion int `json:"schemaVersion"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if err := checkSchema(head.SchemaVersion, own); err != nil {
+		return nil, err
+	}
+	d.strict = head.SchemaVersion == own
+	var idx index
+	if err := d.json(raw, &idx); err != nil {
+		return nil, err
+	}
+	for _, r := range idx.Requires {
+		if !understoodRequirements[r] {
+			return nil, fmt.Errorf("the snapshot requires %q, which this reader (schema %d) cannot enforce: upgrade the agents and proxies to the controller's release; until then they keep serving the last snapshot they loaded", truncate(r, 64), own)
+		}
+	}
+	return &idx, nil
+}
+
+// checkSchema refuses a schema more than one release from own, saying which
+// side to upgrade.
+func checkSchema(v, own int) error {
+	oldest, newest := readable(own)
+	switch {
+	case v > newest:
+		return fmt.Errorf("schemaVersion %d is newer than this reader's %d by more than one minor release (it reads %d to %d): upgrade the agents and proxies to the controller's release", v, own, oldest, newest)
+	case v < oldest:
+		return fmt.Errorf("schemaVersion %d is older than this reader's %d by more than one minor release, or was never released (it reads %d to %d): upgrade the controller to the agents' and proxies' release", v, own, oldest, newest)
+	}
+	return nil
+}
+
+// truncate keeps a name read from a snapshot short in an error.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
 func verified(get func(string) ([]byte, bool), e indexEntry) ([]byte, error) {
 	if e.Path == IndexFile {
 		return nil, errors.New("the index lists itself")
@@ -109,22 +162,22 @@ func (d *Decoder) decodeFile(c *Content, e indexEntry, b []byte) error {
 	}
 	switch {
 	case e.Path == extensionsFile:
-		var d extensionsDoc
-		err := strictJSON(b, &d)
-		c.Extensions, c.ArgoCDNamespace = d.Extensions, d.ArgoCDNamespace
+		var doc extensionsDoc
+		err := d.json(b, &doc)
+		c.Extensions, c.ArgoCDNamespace = doc.Extensions, doc.ArgoCDNamespace
 		return err
 	case e.Path == clustersFile:
-		var d clustersDoc
-		err := strictJSON(b, &d)
-		c.Clusters = d.Clusters
+		var doc clustersDoc
+		err := d.json(b, &doc)
+		c.Clusters = doc.Clusters
 		return err
 	case e.Path == authFile:
-		return strictJSON(b, &c.Auth)
+		return d.json(b, &c.Auth)
 	case dir == applicationsDir:
 		apps, ok := d.apps[e.Path+"\x00"+e.SHA256]
 		if !ok {
 			var doc applicationsDoc
-			if err := strictJSON(b, &doc); err != nil {
+			if err := d.json(b, &doc); err != nil {
 				return err
 			}
 			for _, a := range doc.Applications {
@@ -141,7 +194,7 @@ func (d *Decoder) decodeFile(c *Content, e indexEntry, b []byte) error {
 		projects, ok := d.projects[e.Path+"\x00"+e.SHA256]
 		if !ok {
 			var doc projectsDoc
-			if err := strictJSON(b, &doc); err != nil {
+			if err := d.json(b, &doc); err != nil {
 				return err
 			}
 			for _, p := range doc.Projects {
@@ -160,15 +213,33 @@ func (d *Decoder) decodeFile(c *Content, e indexEntry, b []byte) error {
 	case dir == secretsDir && rest != "":
 		c.Secrets[rest] = b
 		return nil
+	case !d.strict:
+		return nil // an adjacent schema's file this reader does not know: verified, not read
 	}
 	return errors.New("not a file of this schema version")
 }
 
+// json decodes one file of the snapshot: strictly when it is of the
+// reader's own schema, skipping unknown fields when it is of an adjacent one.
+func (d *Decoder) json(b []byte, v any) error {
+	if d.strict {
+		return strictJSON(b, v)
+	}
+	return lenientJSON(b, v)
+}
+
 // strictJSON decodes one JSON value into v, refusing unknown fields and
 // trailing data.
-func strictJSON(b []byte, v any) error {
+func strictJSON(b []byte, v any) error { return decodeJSON(b, v, true) }
+
+// lenientJSON is strictJSON that skips unknown fields.
+func lenientJSON(b []byte, v any) error { return decodeJSON(b, v, false) }
+
+func decodeJSON(b []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}

@@ -12,9 +12,12 @@ import (
 
 // index is the top manifest (IndexFile): the schema version and every other
 // file with its SHA-256, so the snapshot is addressed by content and its
-// version is the hash of this one file.
+// version is the hash of this one file. Requires names restrictions the
+// snapshot uses that a reader of an older schema must enforce or refuse
+// (understoodRequirements); this release writes none.
 type index struct {
 	SchemaVersion int          `json:"schemaVersion"`
+	Requires      []string     `json:"requires,omitempty"`
 	Files         []indexEntry `json:"files"`
 }
 
@@ -123,7 +126,7 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		files = append(files, File{Path: secretsDir + "/" + p, Kind: KindSecret, Data: b})
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	idx := index{SchemaVersion: schemaVersion, Files: make([]indexEntry, len(files))}
+	idx := index{SchemaVersion: SchemaVersion, Files: make([]indexEntry, len(files))}
 	for i, f := range files {
 		idx.Files[i] = indexEntry{Path: f.Path, Kind: f.Kind, SHA256: e.sum(f), Size: len(f.Data)}
 	}

@@ -1,10 +1,31 @@
 package snapshot
 
-// schemaVersion is the layout and schema this package writes and reads. A
-// snapshot with another schemaVersion is refused: the proxy must not guess at
-// fields it does not know. Version 2 added Project.PermitOnlyProjectScopedClusters
-// and Cluster.Project: a version-1 proxy would not know to enforce them.
-const schemaVersion = 3
+// SchemaVersion is the layout and schema this package writes. Version 2
+// added Project.PermitOnlyProjectScopedClusters and Cluster.Project, version
+// 3 extensions.json's argocdNamespace; 3 is what v0.1.0, the first release,
+// writes. A release changes it by at most one, so controllers, agents and
+// proxies of adjacent minor releases are at most one apart (see
+// docs/compatibility.md).
+const SchemaVersion = 3
+
+// firstReleasedSchema is the oldest schema a release wrote; the ones before
+// it were never released, and no reader takes them.
+const firstReleasedSchema = 3
+
+// ReadableSchemas is the range of schema versions a reader of this schema
+// loads: its own and one either side, the schemas of a controller one minor
+// release older or newer, but none before the first release.
+func ReadableSchemas() (oldest, newest int) { return readable(SchemaVersion) }
+
+func readable(own int) (oldest, newest int) { return max(own-1, firstReleasedSchema), own + 1 }
+
+// understoodRequirements are the names a snapshot's index may list in
+// "requires" that this reader enforces. A newer controller lists there each
+// new restriction a snapshot uses (a field an older proxy would otherwise
+// skip as unknown and so not enforce); a reader refuses a snapshot that
+// requires what it does not know. v0.1.0 knows none: everything it
+// enforces is in its own schema.
+var understoodRequirements = map[string]bool{}
 
 // Content is everything the proxy needs to route and authorize requests with no
 // Kubernetes access. The zero value is a valid, empty snapshot.

@@ -209,7 +209,7 @@ func TestDecodeRefusesWhatItCannotTrust(t *testing.T) {
 		want string
 	}{
 		{"no index", func(m map[string][]byte) { delete(m, IndexFile) }, "gatehouse.json is missing"},
-		{"newer schema", func(m map[string][]byte) { reindex(m, func(i *index) { i.SchemaVersion = schemaVersion + 1 }) }, fmt.Sprintf("schemaVersion %d", schemaVersion+1)},
+		{"schema two releases newer", func(m map[string][]byte) { reindex(m, func(i *index) { i.SchemaVersion = SchemaVersion + 2 }) }, fmt.Sprintf("schemaVersion %d", SchemaVersion+2)},
 		// Version 1 had no project-scoped clusters: read as this version,
 		// such a snapshot would leave them unenforced.
 		{"older schema", func(m map[string][]byte) { reindex(m, func(i *index) { i.SchemaVersion = 1 }) }, "schemaVersion 1"},
@@ -260,7 +260,10 @@ func FuzzDecode(f *testing.F) {
 	}
 	m := files(good)
 	f.Add(m[IndexFile], m[extensionsFile], m[authFile])
-	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, schemaVersion), []byte(`{}`), []byte(`{}`))
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"files":[]}`, SchemaVersion), []byte(`{}`), []byte(`{}`))
+	// An adjacent schema's, read leniently, and one requiring a restriction.
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"more":1,"files":[]}`, SchemaVersion+1), []byte(`{"extensions":[],"x":{}}`), []byte(`{"y":[]}`))
+	f.Add(fmt.Appendf(nil, `{"schemaVersion":%d,"requires":["z"],"files":[]}`, SchemaVersion+1), []byte(`{}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, index, extensions, auth []byte) {
 		fs := files(good)
 		fs[IndexFile], fs[extensionsFile], fs[authFile] = index, extensions, auth

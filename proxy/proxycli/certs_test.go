@@ -53,6 +53,8 @@ func TestListenersServeTLSWithACertificate(t *testing.T) {
 		want      string // in the body; "" for a refusal
 	}{
 		{"metrics over HTTPS, verified with the CA", "https://" + o.HealthListen + "/metrics", verified, "gatehouse_proxy_certificate_expiry_timestamp_seconds"},
+		{"metrics name the build", "https://" + o.HealthListen + "/metrics", verified, `gatehouse_build_info{build_date=`},
+		{"the build is the proxy's", "https://" + o.HealthListen + "/metrics", verified, `component="proxy"`},
 		{"metrics in plain HTTP", "http://" + o.HealthListen + "/metrics", http.DefaultClient, ""},
 		{"the extension listener in plain HTTP", "http://" + o.Listen + "/api/v1/extensions/x/", http.DefaultClient, ""},
 		{"the admin endpoint stays plain on loopback", "http://" + o.AdminListen + "/healthz", http.DefaultClient, "ok"},

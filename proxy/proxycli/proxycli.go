@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-dev/gatehouse/internal/buildinfo"
 	"github.com/gatehouse-dev/gatehouse/internal/logflags"
 	"github.com/gatehouse-dev/gatehouse/internal/memflags"
 	"github.com/gatehouse-dev/gatehouse/internal/servingcert"
@@ -221,6 +222,9 @@ SIGTERM drains in-flight requests and exits 0.`,
 func (o *Options) Run(ctx context.Context, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "proxy"); err != nil {
+		return err
+	}
 	tp, err := tracing.Start(ctx, o.Tracing, "gatehouse-proxy", logger)
 	if err != nil {
 		return err

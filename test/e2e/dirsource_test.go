@@ -110,6 +110,9 @@ func TestDirSourceToAgent(t *testing.T) {
 		t.Fatalf("after breaking the extension config: version %s (want %s), error %v", s.Version(), second.Version(), err)
 	}
 	metrics := get(t, admin+"/metrics")
+	if !strings.Contains(metrics, "gatehouse_build_info{") || !strings.Contains(metrics, `component="controller"`) {
+		t.Errorf("metrics do not name the build (gatehouse_build_info{component=\"controller\",...}):\n%s", grep(metrics, "gatehouse_build"))
+	}
 	if !strings.Contains(metrics, `gatehouse_controlplane_config_problems{reason="InvalidExtensionConfig",severity="error"} 1`) {
 		t.Errorf("metrics do not count the broken extension config:\n%s", grep(metrics, "gatehouse_controlplane"))
 	}

@@ -17,6 +17,8 @@ func TestMetricsAreServedOverTLS(t *testing.T) {
 	c := sharedCluster(t)
 	e := scrapeEndpoints(t)["gatehouse-controller/metrics"]
 	scrapeAsPrometheus(t, e, c.adminURL+"/metrics", "gatehouse_controlplane_")
+	// The webhook's and the control plane's registry names the build.
+	scrapeAsPrometheus(t, e, c.adminURL+"/metrics", `component="controller"`)
 	plain := "http://" + strings.TrimPrefix(c.adminURL, "https://") + "/metrics"
 	resp, err := http.Get(plain) //nolint:noctx // loopback
 	if err != nil {

@@ -177,6 +177,8 @@ func TestProxyServesTheIssuedCertificate(t *testing.T) {
 	for _, tt := range []struct{ endpoint, addr, series string }{
 		{"gatehouse-proxy/metrics", health, "gatehouse_proxy_certificate_expiry_timestamp_seconds"},
 		{"gatehouse-proxy/agent-metrics", agentAdmin, "gatehouse_agent_connect_attempts_total"},
+		{"gatehouse-proxy/metrics", health, `component="proxy"`},
+		{"gatehouse-proxy/agent-metrics", agentAdmin, `component="agent"`},
 	} {
 		t.Run("Prometheus scrapes "+tt.endpoint, func(t *testing.T) {
 			scrapeAsPrometheus(t, endpoints[tt.endpoint], "https://"+tt.addr+"/metrics", tt.series)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh builds the binaries the tests run -- kube-apiserver,
-# kube-controller-manager, kubectl, helm, etcd and golangci-lint -- from the
-# Go module proxy into a cache directory, and
+# kube-controller-manager, kubectl, helm, etcd, golangci-lint and
+# cyclonedx-gomod -- from the Go module proxy into a cache directory, and
 # prints that directory (use it as KUBEBUILDER_ASSETS). A binary already in
 # the cache is not rebuilt, so only the first run on a machine pays the
 # ~6 minutes kube-apiserver takes on 2 cores.
@@ -68,5 +68,7 @@ build lint golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint 
 # Not part of the cache directory's name, so adding it reuses a cache built
 # before it: only helm is built then.
 build helm helm helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+# cyclonedx-gomod: make release's SBOM of each binary (CycloneDX JSON).
+build cyclonedx cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "-s -w"
 
 echo "$bin"
