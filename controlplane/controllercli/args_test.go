@@ -17,6 +17,6 @@ func TestArgumentErrorsNameTheArgumentAndShowAnExample(t *testing.T) {
 		{Name: "controller with an argument", Args: []string{"controller", "examples/"}, WantCode: 2,
 			WantStderr: `controller: unexpected argument "examples/": controller takes no arguments; it is configured by its flags only (--source dir:DIR reads a directory of YAML)` + "\nusage: gatehouse controller [flags]\nexample: gatehouse controller --control-plane-namespace=argocd"},
 		{Name: "status with an argument", Args: []string{"status", "gatehouse-controller"}, WantCode: 2,
-			WantStderr: `status: unexpected argument "gatehouse-controller": status takes no arguments; name the controller with --url` + "\nusage: gatehouse status [flags]\nexample: gatehouse status"},
+			WantStderr: `status: unexpected argument "gatehouse-controller": status takes no arguments; ask every replica, or name one controller with --url` + "\nusage: gatehouse status [flags]\nexample: gatehouse status"},
 	})
 }
