@@ -43,6 +43,7 @@ type Builder struct {
 	ext    extensionKeeper
 	policy policyCompiler
 	oidc   *snapshot.OIDC
+	apps   appShards
 }
 
 // Output is one build.
@@ -71,7 +72,7 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	for _, err := range errs {
 		report([]configproblem.Problem{{Kind: gatehousev1.KindConfigMap, Name: settings.CmdParamsConfigMap, Reason: gatehousev1.ReasonInvalidSettings, Warning: true, Err: err}})
 	}
-	c.Applications = enabledApplications(st, set)
+	c.AppShards = b.apps.build(st, set)
 	c.Projects = slices.Collect(maps.Values(st.Projects))
 
 	var ps []configproblem.Problem
@@ -95,26 +96,6 @@ func (b *Builder) Build(ctx context.Context, st *State) (*Output, error) {
 	}
 	configproblem.Sort(problems)
 	return &Output{Files: files, Problems: problems}, nil
-}
-
-// enabledApplications keeps the Applications Argo CD reconciles: those of
-// the control-plane namespace and of namespaces application.namespaces
-// enables.
-func enabledApplications(st *State, set *settings.Settings) []snapshot.Application {
-	out := make([]snapshot.Application, 0, len(st.Applications))
-	enabled := map[string]bool{}
-	for _, a := range st.Applications {
-		ok, seen := enabled[a.Namespace]
-		if !seen {
-			// A pattern that times out counts as not enabled: fail closed.
-			ok, _ = set.NamespaceEnabled(a.Namespace)
-			enabled[a.Namespace] = ok
-		}
-		if ok {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // keepOIDC keeps the last good SSO settings while oidc.config is broken:

@@ -200,7 +200,10 @@ func (c *Controller) rebuild(ctx context.Context) {
 	var snap *snapshot.Snapshot
 	if err == nil {
 		c.report(ctx, out.Problems)
-		snap, err = snapshot.New(out.Files)
+		c.mu.Lock()
+		prev := c.current
+		c.mu.Unlock()
+		snap, err = snapshot.NewFrom(prev, out.Files)
 	}
 	c.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {

@@ -54,6 +54,10 @@ type State struct {
 	// from. Only the directory source fills it, and the builder never reads
 	// it, so nothing in it reaches a snapshot.
 	FetchRefs map[string]FetchRef
+
+	// apps indexes Applications by snapshot shard; the Store keeps it (a
+	// State it does not hold has none, and a build indexes it anew).
+	apps *appIndex
 }
 
 // BundleArtifact is a verified PolicyBundle archive and what identifies it
@@ -108,7 +112,9 @@ type Store struct {
 // reads): the control plane then publishes an empty snapshot and is ready,
 // instead of waiting for a change that never comes.
 func NewStore() *Store {
-	s := &Store{state: NewState(), changed: make(chan struct{}, 1), bundles: make(chan struct{}, 1)}
+	st := NewState()
+	st.apps = newAppIndex(st.Applications)
+	s := &Store{state: st, changed: make(chan struct{}, 1), bundles: make(chan struct{}, 1)}
 	s.notify()
 	return s
 }
@@ -144,8 +150,9 @@ func (s *Store) Read(f func(*State)) {
 	f(s.state)
 }
 
-// put is the one write path: set or delete key in m, notify on change.
-func put[V any](s *Store, m func(*State) map[string]V, key string, v *V, equal func(a, b V) bool) {
+// put is the one write path: set or delete key in m, notify on change
+// (and call changed, if not nil, under the lock).
+func put[V any](s *Store, m func(*State) map[string]V, key string, v *V, equal func(a, b V) bool, changed ...func(*State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mm := m(s.state)
@@ -160,13 +167,16 @@ func put[V any](s *Store, m func(*State) map[string]V, key string, v *V, equal f
 	default:
 		mm[key] = *v
 	}
+	for _, f := range changed {
+		f(s.state)
+	}
 	s.changedLocked()
 }
 
 // PutApplication stores a (nil: deletes the) Application at key.
 func (s *Store) PutApplication(key string, a *snapshot.Application) {
 	put(s, func(st *State) map[string]snapshot.Application { return st.Applications }, key, a,
-		func(x, y snapshot.Application) bool { return x == y })
+		func(x, y snapshot.Application) bool { return x == y }, func(st *State) { st.apps.touch(key, a) })
 }
 
 // PutProject stores a (nil: deletes the) project.
@@ -221,6 +231,7 @@ func (s *Store) Replace(st *State) {
 	if same {
 		return
 	}
+	st.apps = newAppIndex(st.Applications)
 	s.state = st
 	s.changedLocked()
 }

@@ -38,6 +38,15 @@ type Content struct {
 	ArgoCDNamespace string `json:"-"`
 	// Applications of every enabled namespace.
 	Applications []Application `json:"-"`
+	// AppShards, when not nil, holds the Applications instead of
+	// Applications: by the shard file they live in (ApplicationShard of
+	// their keys), each list sorted by namespace and name, with a stamp
+	// the caller changes whenever the list does. An Encoder checks and
+	// encodes again only the shards whose stamp is not the one it encoded
+	// last (a stamp of 0 is never taken as seen), so a one-Application
+	// change costs one shard, not every Application. An empty list writes
+	// no file.
+	AppShards map[string]AppShard `json:"-"`
 	// Projects by name.
 	Projects []Project `json:"-"`
 	// Clusters Argo CD knows, the in-cluster default included.
@@ -49,6 +58,12 @@ type Content struct {
 	Policy map[string][]byte `json:"-"`
 	// Secrets holds the referenced secret values by SecretRef path.
 	Secrets map[string][]byte `json:"-"`
+}
+
+// AppShard is one application shard's Applications (Content.AppShards).
+type AppShard struct {
+	Apps  []Application
+	Stamp uint64
 }
 
 // Application is one Argo CD Application as the proxy sees it.

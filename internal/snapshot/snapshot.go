@@ -38,7 +38,14 @@ type Snapshot struct {
 // New validates files, computes their SHA-256 and size, defaults kind to
 // config and mode by kind (0600 for secrets, 0644 otherwise), sorts them by
 // path and computes the version. Contents are kept, not copied.
-func New(files []File) (*Snapshot, error) {
+func New(files []File) (*Snapshot, error) { return NewFrom(nil, files) }
+
+// NewFrom is New, taking the SHA-256 of a file from prev (nil: none) when
+// prev holds the same path with the very same bytes (the same slice, which
+// neither may modify), so a builder that keeps unchanged files' bytes
+// between versions hashes only the files that changed (at 100,000
+// Applications, hashing the 19 MB again was a third of a one-change build).
+func NewFrom(prev *Snapshot, files []File) (*Snapshot, error) {
 	s := &Snapshot{
 		files:  make([]FileMeta, len(files)),
 		data:   make([][]byte, len(files)),
@@ -74,7 +81,10 @@ func New(files []File) (*Snapshot, error) {
 		if mode&^0o777 != 0 {
 			return nil, fmt.Errorf("build snapshot: file %q: mode %#o has bits beyond permissions", f.Path, uint32(mode))
 		}
-		sum := Hash(f.Data)
+		sum := prev.sumOf(f)
+		if sum == "" {
+			sum = Hash(f.Data)
+		}
 		s.files[i] = FileMeta{Path: f.Path, SHA256: sum, Size: int64(len(f.Data)), Mode: mode, Kind: kind}
 		s.data[i] = f.Data
 		s.byHash[sum] = f.Data
@@ -82,6 +92,18 @@ func New(files []File) (*Snapshot, error) {
 	}
 	s.version = VersionOf(s.files)
 	return s, nil
+}
+
+// sumOf is the SHA-256 s has for f's path if s holds f's very bytes, else "".
+func (s *Snapshot) sumOf(f File) string {
+	if s == nil || len(f.Data) == 0 {
+		return ""
+	}
+	i, ok := slices.BinarySearchFunc(s.files, f.Path, func(m FileMeta, p string) int { return strings.Compare(m.Path, p) })
+	if !ok || len(s.data[i]) != len(f.Data) || &s.data[i][0] != &f.Data[0] {
+		return ""
+	}
+	return s.files[i].SHA256
 }
 
 // Version is the hex SHA-256 identifying the snapshot's content.

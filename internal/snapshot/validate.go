@@ -19,10 +19,22 @@ var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 // Validate checks what the proxy relies on: unique names, usable URLs,
 // references that resolve, sane limits. It reports every problem it finds,
 // each naming the object it is about.
-func (c *Content) Validate() error {
+func (c *Content) Validate() error { return c.validate(nil) }
+
+// validate is Validate; the application shards for which seen is true are
+// not checked again (an Encoder checked them when it encoded them).
+func (c *Content) validate(seen func(path string, s AppShard) bool) error {
 	var errs []error
 	errs = append(errs, c.validateExtensions()...)
 	errs = append(errs, c.validateIndex()...)
+	if c.AppShards != nil && len(c.Applications) > 0 {
+		errs = append(errs, errors.New("applications: given both as a list and by shard"))
+	}
+	for path, s := range c.AppShards {
+		if seen == nil || !seen(path, s) {
+			errs = append(errs, validateShard(path, s.Apps)...)
+		}
+	}
 	errs = append(errs, c.validateAuth()...)
 	if c.ArgoCDNamespace != "" && !IsDNSLabel(c.ArgoCDNamespace) {
 		errs = append(errs, fmt.Errorf("argocdNamespace %q: not a namespace name", c.ArgoCDNamespace))
@@ -38,6 +50,26 @@ func (c *Content) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateShard checks one of Content.AppShards: what validateIndex checks
+// of each Application, that each belongs in this shard (so no key is in
+// two), and the order (so none is listed twice).
+func validateShard(path string, apps []Application) []error {
+	var errs []error
+	for i, a := range apps {
+		switch {
+		case a.Namespace == "" || a.Name == "":
+			errs = append(errs, fmt.Errorf("application %q: namespace and name are required", a.Key()))
+		case a.Project == "":
+			errs = append(errs, fmt.Errorf("application %q: project is required", a.Key()))
+		case ApplicationShard(a.Key()) != path:
+			errs = append(errs, fmt.Errorf("application %q: listed in shard %s, belongs in %s", a.Key(), path, ApplicationShard(a.Key())))
+		case i > 0 && compareApplications(apps[i-1], a) >= 0:
+			errs = append(errs, fmt.Errorf("application %q: listed twice or out of order in shard %s", a.Key(), path))
+		}
+	}
+	return errs
 }
 
 func (c *Content) validateIndex() []error {
