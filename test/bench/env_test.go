@@ -29,6 +29,7 @@ type cluster struct {
 	certDir    string
 	caPool     *x509.CertPool
 	seeded     time.Duration
+	client     client.Client // unthrottled
 }
 
 var (
@@ -49,7 +50,11 @@ func getCluster() (*cluster, error) {
 	return sharedCluster, sharedErr
 }
 
-func startCluster() (*cluster, error) {
+func startCluster() (*cluster, error) { return startClusterWith(seed) }
+
+// startClusterWith is startCluster with another population; seedFn gets a
+// client without a client-side rate limit.
+func startClusterWith(seedFn func(context.Context, client.Client) error) (*cluster, error) {
 	bin, err := testkit.Assets()
 	if err != nil {
 		return nil, err
@@ -96,8 +101,9 @@ func startCluster() (*cluster, error) {
 	if err != nil {
 		return c, err
 	}
+	c.client = cl
 	start := time.Now()
-	if err := seed(context.Background(), cl); err != nil {
+	if err := seedFn(context.Background(), cl); err != nil {
 		return c, fmt.Errorf("seed cluster: %w", err)
 	}
 	c.seeded = time.Since(start)
@@ -115,6 +121,26 @@ func (c *cluster) stop() {
 // 10,000 Applications (with status, managedFields and last-applied, as in a
 // real cluster) with a few workers in parallel.
 func seed(ctx context.Context, cl client.Client) error {
+	if err := seedSettings(ctx, cl); err != nil {
+		return err
+	}
+	var objs []map[string]any
+	for i := range numProjects {
+		objs = append(objs, withLastApplied(projectManifest(i)))
+	}
+	for i := range numProjects {
+		for j := range appsPerProject {
+			app := withLastApplied(applicationManifest(i, j, appName(i, j)))
+			app["status"] = applicationStatus(i, j, 40)
+			objs = append(objs, app)
+		}
+	}
+	return createAll(ctx, cl, objs, 8)
+}
+
+// seedSettings creates the namespaces, Argo CD's settings and the control
+// plane's objects (seedControlPlane).
+func seedSettings(ctx context.Context, cl client.Client) error {
 	for _, ns := range namespaces() {
 		if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
@@ -152,21 +178,12 @@ func seed(ctx context.Context, cl client.Client) error {
 			return err
 		}
 	}
-	if err := seedControlPlane(ctx, cl); err != nil {
-		return err
-	}
-	var objs []map[string]any
-	for i := range numProjects {
-		objs = append(objs, withLastApplied(projectManifest(i)))
-	}
-	for i := range numProjects {
-		for j := range appsPerProject {
-			app := withLastApplied(applicationManifest(i, j, appName(i, j)))
-			app["status"] = applicationStatus(i, j, 40)
-			objs = append(objs, app)
-		}
-	}
-	const workers = 8
+	return seedControlPlane(ctx, cl)
+}
+
+// createAll creates objs with workers in parallel, as kubectl's client-side
+// apply would (the field owner).
+func createAll(ctx context.Context, cl client.Client, objs []map[string]any, workers int) error {
 	var next atomic.Int64
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
