@@ -75,10 +75,6 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 	n := sortedCopy(c)
 	var files []File
 	add := func(path string, kind Kind, v any) error {
-		if d, ok := v.(applicationsDoc); ok {
-			files = append(files, File{Path: path, Kind: kind, Data: marshalApplications(d.Applications)})
-			return nil
-		}
 		b, err := marshal(v)
 		if err != nil {
 			return fmt.Errorf("encode snapshot: %s: %w", path, err)
@@ -111,34 +107,7 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 	if err := addDoc(authFile, n.Auth); err != nil {
 		return nil, err
 	}
-	shards := make(map[string]encodedShard, len(e.shards))
-	if c.AppShards != nil {
-		for path, s := range c.AppShards {
-			switch {
-			case len(s.Apps) == 0:
-			case e.seenShard(path, s):
-				files = append(files, e.shards[path].file)
-				shards[path] = e.shards[path]
-			default:
-				if err := add(path, KindConfig, applicationsDoc{Applications: s.Apps}); err != nil {
-					return nil, err
-				}
-				shards[path] = encodedShard{stamp: s.Stamp, file: files[len(files)-1]}
-			}
-		}
-	}
-	for path, apps := range e.groupApplications(c.Applications) {
-		if old, ok := e.shards[path]; ok && old.stamp == 0 && slices.Equal(old.apps, apps) {
-			files = append(files, old.file)
-			shards[path] = old
-			continue
-		}
-		if err := add(path, KindConfig, applicationsDoc{Applications: apps}); err != nil {
-			return nil, err
-		}
-		shards[path] = encodedShard{apps: apps, file: files[len(files)-1]}
-	}
-	e.shards = shards
+	files = e.appendApplications(files, c)
 	for path, projects := range groupBy(n.Projects, func(p Project) string { return projectShard(p.Name) }) {
 		if err := addDoc(path, projectsDoc{Projects: projects}); err != nil {
 			return nil, err
@@ -160,6 +129,37 @@ func (e *Encoder) Encode(c *Content) ([]File, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// appendApplications appends c's application shards to files: those whose
+// Applications are unchanged (the same stamp in c.AppShards, or the same
+// list grouped from c.Applications) with the bytes of the last Encode.
+func (e *Encoder) appendApplications(files []File, c *Content) []File {
+	shards := make(map[string]encodedShard, len(e.shards))
+	for path, s := range c.AppShards {
+		switch {
+		case len(s.Apps) == 0:
+		case e.seenShard(path, s):
+			files = append(files, e.shards[path].file)
+			shards[path] = e.shards[path]
+		default:
+			f := File{Path: path, Kind: KindConfig, Data: marshalApplications(s.Apps)}
+			files = append(files, f)
+			shards[path] = encodedShard{stamp: s.Stamp, file: f}
+		}
+	}
+	for path, apps := range e.groupApplications(c.Applications) {
+		if old, ok := e.shards[path]; ok && old.stamp == 0 && slices.Equal(old.apps, apps) {
+			files = append(files, old.file)
+			shards[path] = old
+			continue
+		}
+		f := File{Path: path, Kind: KindConfig, Data: marshalApplications(apps)}
+		files = append(files, f)
+		shards[path] = encodedShard{apps: apps, file: f}
+	}
+	e.shards = shards
+	return files
 }
 
 // groupApplications splits apps by shard, each shard sorted by namespace
