@@ -48,7 +48,13 @@ func seedScale(ctx context.Context, cl client.Client) error {
 	}
 	var objs []map[string]any
 	for i := range numProjects {
-		objs = append(objs, withLastApplied(projectManifest(i)))
+		p := projectManifest(i)
+		if ann := p["metadata"].(map[string]any)["annotations"].(map[string]any); ann["gatehouse.io/max-applications"] != nil {
+			// 100 Applications per project at 100,000: a quota of 100 would
+			// deny the CREATE reviews of the load.
+			ann["gatehouse.io/max-applications"] = "1000"
+		}
+		objs = append(objs, withLastApplied(p))
 	}
 	if err := createAll(ctx, cl, objs, scaleWorkers); err != nil {
 		return err
