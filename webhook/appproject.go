@@ -140,21 +140,35 @@ func (r *Rules) strandedBy(ctx context.Context, s *settings.Settings, old, proj 
 	}
 	before := r.patterns.Compile(old.Spec.SourceNamespaces)
 	after := r.patterns.Compile(proj.Spec.SourceNamespaces)
+	// A project's Applications share few namespaces: decide each namespace
+	// once, so the cost grows with namespaces, not with Applications.
+	decided := map[string]bool{}
 	var stranded []AppRef
 	for _, ref := range refs {
-		if ref.Namespace == s.ControlPlaneNamespace {
-			continue
+		lost, seen := decided[ref.Namespace]
+		if !seen {
+			lost = r.namespaceStranded(s, before, after, ref.Namespace)
+			decided[ref.Namespace] = lost
 		}
-		if enabled, _ := r.namespaceEnabled(s, ref.Namespace); !enabled {
-			continue
-		}
-		was, _ := r.patterns.Match(before, ref.Namespace)
-		still, _ := r.patterns.Match(after, ref.Namespace)
-		if was && !still {
+		if lost {
 			stranded = append(stranded, ref)
 		}
 	}
 	return stranded, nil
+}
+
+// namespaceStranded reports whether Applications in ns were permitted by the
+// before patterns and are not by the after ones.
+func (r *Rules) namespaceStranded(s *settings.Settings, before, after *nspattern.List, ns string) bool {
+	if ns == s.ControlPlaneNamespace {
+		return false
+	}
+	if enabled, _ := r.namespaceEnabled(s, ns); !enabled {
+		return false
+	}
+	was, _ := r.patterns.Match(before, ns)
+	still, _ := r.patterns.Match(after, ns)
+	return was && !still
 }
 
 func orphansAllowed(p *v1alpha1.AppProject) bool {

@@ -35,9 +35,6 @@ type InstallOptions struct {
 // the manager's webhook server. It returns the readiness checks the
 // webhook needs before it may answer (cache, settings and server started).
 func Install(ctx context.Context, mgr manager.Manager, o InstallOptions) (map[string]healthz.Checker, error) {
-	if err := indexApplicationsByProject(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
 	cluster, err := newCacheCluster(ctx, mgr.GetCache(), o.ControlPlaneNamespace)
 	if err != nil {
 		return nil, err
