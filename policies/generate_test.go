@@ -234,7 +234,7 @@ func TestGeneratedGrantsMatchData(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if a.Allow != d.Allow || a.Reason != d.Reason || fmt.Sprint(a.Headers) != fmt.Sprint(d.Headers) {
+				if a.Allow != d.Allow || a.Reason != d.Reason || a.Conceal != d.Conceal || fmt.Sprint(a.Headers) != fmt.Sprint(d.Headers) {
 					t.Fatalf("input %d %+v:\ngenerated %+v\nfrom data %+v", i, in, a, d)
 				}
 				if a.Allow {

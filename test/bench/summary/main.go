@@ -216,15 +216,31 @@ var rows = []row{
 		target:   "≤ 1.2 ×", ok: atMost(1.2),
 		base: &metric{"test/bench", "BenchmarkControllerScale/apps=1000", "application-create-cpu-us/review", 0}, baseName: "Application CREATE at 1,000", baseShow: "%.0f µs"},
 
-	{component: "policy", figure: "decision p99, uncached", show: "%.0f µs",
-		measured: metric{"policies", "BenchmarkDecide/uncached", "p99-µs", 0},
+	// Issue 27 §3: each of BenchmarkDecideGrants' three rounds has its own
+	// p99, and the target holds in the slowest (p99-max-µs).
+	{component: "policy", figure: "decision p99, uncached, 1,000 grants (slowest of 3 rounds)", show: "%.0f µs",
+		measured: metric{"policies", "BenchmarkDecideGrants/grants=1000/uncached", "p99-max-µs", 0},
 		target:   "≤ 100 µs", ok: atMost(100),
-		base: &metric{"policies", "BenchmarkDecide/cached", "p99-µs", 0}, baseName: "decision cache hit"},
-	{component: "policy", figure: "decision p99, cache hit", show: "%.1f µs",
-		measured: metric{"policies", "BenchmarkDecide/cached", "p99-µs", 0},
-		target:   "≤ 20 µs", ok: atMost(20)},
+		base: &metric{"policies", "BenchmarkDecideGrants/floor", "p99-max-µs", 0}, baseName: "the host's floor (fixed CPU work as long as a decision's p50)"},
+	{component: "policy", figure: "decision p99, cache hit, 1,000 grants (slowest of 3 rounds)", show: "%.1f µs",
+		measured: metric{"policies", "BenchmarkDecideGrants/grants=1000/cached", "p99-max-µs", 0},
+		target:   "≤ 5 µs", ok: atMost(5)},
+	// Near-flat in grants: ten times the grants may cost at most half as
+	// much again at the p99 (the compiled policy, ten times larger, makes
+	// each collection and each cache miss dearer).
+	{component: "policy", figure: "decision p99, uncached, 10,000 grants (slowest of 3 rounds)", show: "%.0f µs",
+		measured: metric{"policies", "BenchmarkDecideGrants/grants=10000/uncached", "p99-max-µs", 0},
+		target:   "≤ 1.5 × the p99 at 1,000 grants", ok: func(v, b float64) bool { return v <= 1.5*b },
+		base: &metric{"policies", "BenchmarkDecideGrants/grants=1000/uncached", "p99-max-µs", 0}, baseName: "1,000 grants"},
+	// Compiling is linear in the grants (OPA's compiler stages visit each
+	// rule a fixed number of times): ten times the grants may take at most
+	// twelve times as long.
+	{component: "policy", figure: "compile the default policy with 10,000 grants", show: "%.0f ms",
+		measured: metric{"policies", "BenchmarkCompileGrants/grants=10000", "ns/op", ns2ms},
+		target:   "≤ 12 × the compile at 1,000 grants", ok: func(v, b float64) bool { return v <= 12*b },
+		base: &metric{"policies", "BenchmarkCompileGrants/grants=1000", "ns/op", ns2ms}, baseName: "1,000 grants"},
 	{component: "policy", figure: "compile the default policy with 1,000 grants", show: "%.0f ms",
-		measured: metric{"policies", "BenchmarkCompile", "ns/op", ns2ms},
+		measured: metric{"policies", "BenchmarkCompileGrants/grants=1000", "ns/op", ns2ms},
 		target:   "≤ 200 ms", ok: atMost(200)},
 
 	{component: "policy bundles", figure: "pull, verify and compile a 1 MiB bundle (OCI, TLS, bearer token)", show: "%.0f ms",
