@@ -72,6 +72,22 @@ func (l *linker) linkFast(oldPath, newPath string) (linked, error) {
 	return statAt(dd, path.Base(newPath))
 }
 
+// stat returns what link checks of p in the new version, as it is.
+func (l *linker) stat(p string) (linked, error) {
+	if fastLinks {
+		dd, err := openDir(l.dstDirs, l.dst, path.Dir(p))
+		if err != nil {
+			return linked{}, err
+		}
+		return statAt(dd, path.Base(p))
+	}
+	fi, err := l.dst.Lstat(native(p))
+	if err != nil {
+		return linked{}, err
+	}
+	return linked{size: fi.Size(), mode: fi.Mode().Perm(), regular: fi.Mode().IsRegular(), id: idOf(fi)}, nil
+}
+
 func (l *linker) linkSlow(oldPath, newPath string) (linked, error) {
 	if err := l.versions.Link(native(l.srcName+"/"+oldPath), native(l.dstName+"/"+newPath)); err != nil {
 		return linked{}, fmt.Errorf("link: %w", err)

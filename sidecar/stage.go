@@ -55,6 +55,7 @@ type Stage struct {
 	// currentIndex.
 	ids    []fileID
 	buf    []byte // for hashing linked files
+	rec    *recycled
 	closed bool
 }
 
@@ -110,7 +111,8 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	case state == diskDamaged && prev == version:
 		log.Warn("current snapshot is damaged on disk; writing it again")
 	}
-	if err := st.open(); err != nil {
+	recycle := prev != "" && prev != version && w.linkable(prev) && w.proven(prev)
+	if err := st.open(recycle); err != nil {
 		return nil, fmt.Errorf("write snapshot %s: %w", version, err)
 	}
 	if err := st.plan(); err != nil {
@@ -119,14 +121,21 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	return st, nil
 }
 
-// open creates the temporary directory.
-func (st *Stage) open() error {
-	tmp, err := os.MkdirTemp(versionsDir(st.w.root), st.m.Version+tempInfix)
-	if err != nil {
-		return fmt.Errorf("create temporary directory: %w", err)
+// open creates the temporary directory, or recycles an old version's (see
+// recycled) when asked to.
+func (st *Stage) open(recycle bool) error {
+	if recycle {
+		st.tmp, st.rec = st.recycle()
 	}
-	st.tmp = tmp
-	st.r, err = os.OpenRoot(tmp)
+	if st.tmp == "" {
+		tmp, err := os.MkdirTemp(versionsDir(st.w.root), st.m.Version+tempInfix)
+		if err != nil {
+			return fmt.Errorf("create temporary directory: %w", err)
+		}
+		st.tmp = tmp
+	}
+	var err error
+	st.r, err = os.OpenRoot(st.tmp)
 	if err != nil {
 		return fmt.Errorf("open temporary directory: %w", err)
 	}
@@ -168,7 +177,26 @@ func (st *Stage) plan() error {
 			defer lk.close()
 		}
 	}
+	if st.rec != nil {
+		if err := st.prune(); err != nil {
+			return err
+		}
+	}
+	j := 0 // walks cur's files alongside, for keep
 	for i, f := range st.m.Files {
+		if st.rec != nil {
+			kept, err := st.keep(lk, cur, &j, i)
+			if err != nil {
+				return err
+			}
+			if kept {
+				if _, ok := st.placed[f.SHA256]; !ok {
+					st.placed[f.SHA256] = f.Path
+				}
+				st.linked++
+				continue
+			}
+		}
 		if _, ok := st.placed[f.SHA256]; ok {
 			st.dups = append(st.dups, i)
 			continue
@@ -198,7 +226,11 @@ func (st *Stage) plan() error {
 		st.wanted[f.SHA256] = len(st.missing)
 		st.missing = append(st.missing, i)
 	}
-	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "missing", len(st.missing), "duplicates", len(st.dups))
+	recycledKept := 0
+	if st.rec != nil {
+		recycledKept = st.rec.kept
+	}
+	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "recycled", recycledKept, "missing", len(st.missing), "duplicates", len(st.dups))
 	return nil
 }
 

@@ -168,6 +168,14 @@ func cloneManifest(m *Manifest) *Manifest {
 	return &c
 }
 
+// proven reports whether the cached index of the current version is version's,
+// with its files proven (see currentIndex).
+func (w *Writer) proven(version string) bool {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	return w.cache != nil && w.cache.manifest.Version == version && w.cache.ids != nil
+}
+
 // linkable reports whether a Stage may link files from version.
 func (w *Writer) linkable(version string) bool {
 	w.cacheMu.Lock()
