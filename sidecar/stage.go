@@ -183,54 +183,64 @@ func (st *Stage) plan() error {
 		}
 	}
 	j := 0 // walks cur's files alongside, for keep
-	for i, f := range st.m.Files {
-		if st.rec != nil {
-			kept, err := st.keep(lk, cur, &j, i)
-			if err != nil {
-				return err
-			}
-			if kept {
-				if _, ok := st.placed[f.SHA256]; !ok {
-					st.placed[f.SHA256] = f.Path
-				}
-				st.linked++
-				continue
-			}
+	for i := range st.m.Files {
+		if err := st.place(lk, cur, &j, i); err != nil {
+			return err
 		}
-		if _, ok := st.placed[f.SHA256]; ok {
-			st.dups = append(st.dups, i)
-			continue
-		}
-		if _, ok := st.wanted[f.SHA256]; ok {
-			st.dups = append(st.dups, i)
-			continue
-		}
-		if lk != nil {
-			if src, proven, ok := cur.file(f.SHA256); ok && fileMode(src) == fileMode(f) {
-				if err := st.mkdirs(path.Dir(f.Path)); err != nil {
-					return err
-				}
-				err := st.link(lk, src, proven, i)
-				if err == nil {
-					st.placed[f.SHA256] = f.Path
-					st.linked++
-					continue
-				}
-				if errors.Is(err, ErrDamaged) {
-					st.w.markDamaged(st.prev, err)
-					return err
-				}
-				st.w.log.Warn("cannot reuse a file of the current snapshot; downloading it", "path", f.Path, "error", err)
-			}
-		}
-		st.wanted[f.SHA256] = len(st.missing)
-		st.missing = append(st.missing, i)
 	}
 	recycledKept := 0
 	if st.rec != nil {
 		recycledKept = st.rec.kept
 	}
 	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "recycled", recycledKept, "missing", len(st.missing), "duplicates", len(st.dups))
+	return nil
+}
+
+// place plans file i: kept in the recycled directory, a duplicate of a file
+// already placed or wanted, linked from the current version, or missing.
+func (st *Stage) place(lk *linker, cur *currentIndex, j *int, i int) error {
+	f := st.m.Files[i]
+	if st.rec != nil {
+		kept, err := st.keep(lk, cur, j, i)
+		if err != nil {
+			return err
+		}
+		if kept {
+			if _, ok := st.placed[f.SHA256]; !ok {
+				st.placed[f.SHA256] = f.Path
+			}
+			st.linked++
+			return nil
+		}
+	}
+	if _, ok := st.placed[f.SHA256]; ok {
+		st.dups = append(st.dups, i)
+		return nil
+	}
+	if _, ok := st.wanted[f.SHA256]; ok {
+		st.dups = append(st.dups, i)
+		return nil
+	}
+	if lk != nil {
+		if src, proven, ok := cur.file(f.SHA256); ok && fileMode(src) == fileMode(f) {
+			if err := st.mkdirs(path.Dir(f.Path)); err != nil {
+				return err
+			}
+			err := st.link(lk, src, proven, i)
+			if err == nil {
+				st.placed[f.SHA256] = f.Path
+				st.linked++
+				return nil
+			}
+			if errors.Is(err, ErrDamaged) {
+				st.w.markDamaged(st.prev, err)
+				return err
+			}
+			st.w.log.Warn("cannot reuse a file of the current snapshot; downloading it", "path", f.Path, "error", err)
+		}
+	}
+	st.wanted[f.SHA256] = len(st.missing)
+	st.missing = append(st.missing, i)
 	return nil
 }
 
