@@ -20,9 +20,12 @@
 // then is current replaced by rename(2) of a fresh symlink. A reader therefore sees
 // either the old version or the new one, never a mix. The version current pointed at
 // before is kept, so a reader that resolved the link an instant before the swap can
-// finish; older versions and stale temporary entries are removed. Versions are
-// immutable once installed, so a file whose content the current version holds is
-// hard-linked from it rather than written again (Writer.Begin, Stage).
+// finish; the next version is built in the directory of the version before last,
+// keeping only the files that are the current version's (recycle.go), and stale
+// temporary entries are removed. Versions are immutable once installed, so a file
+// whose content the current version holds is hard-linked from it rather than
+// written again (Writer.Begin, Stage), carrying the proof of its content when it is
+// the very file that was proven (docs/snapshot.md: what the agent checks, and when).
 //
 // # Permissions
 //

@@ -15,9 +15,24 @@ type fileOpener interface {
 	// open opens the file at p (slash-separated) with readRegular's checks: a regular
 	// file, reached through real directories only, want bytes (if >= 0) and at most
 	// max. It returns the file and its size.
-	open(p string, want, max int64) (io.ReadCloser, int64, error)
+	// It returns the file, its size and its identity.
+	open(p string, want, max int64) (io.ReadCloser, int64, fileID, error)
 	close()
 }
+
+// fileID is a file's identity on the volume: its device, inode and time of last
+// modification. A file a full check hashed keeps its identity while it is the
+// same file, unwritten, so a hard link to it (same identity) carries the check to
+// the next version; zero is "unknown" and carries nothing. The modification time
+// catches a file written in place (a link does not change it; a write does); it
+// does not catch bit rot, or a writer that sets the time back: the scheduled
+// full check does (docs/snapshot.md).
+type fileID struct {
+	dev, ino uint64
+	mtime    int64 // nanoseconds since the epoch
+}
+
+func (id fileID) known() bool { return id != fileID{} }
 
 // dirChain holds the directories of the file being read open, from the version
 // directory down, so that a file is opened by its base name in its directory: one
@@ -79,12 +94,21 @@ func newRootFiles(r *os.Root) *rootFiles {
 	return &rootFiles{chain: dirChain[*os.Root]{root: r, sub: openRootDir, closeDir: func(d *os.Root) { _ = d.Close() }}}
 }
 
-func (f *rootFiles) open(p string, want, max int64) (io.ReadCloser, int64, error) {
+func (f *rootFiles) open(p string, want, max int64) (io.ReadCloser, int64, fileID, error) {
 	d, err := f.chain.dir(path.Dir(p))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fileID{}, err
 	}
-	return openRegular(d, path.Base(p), want, max)
+	file, size, err := openRegular(d, path.Base(p), want, max)
+	if err != nil {
+		return nil, 0, fileID{}, err
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		_ = file.Close()
+		return nil, 0, fileID{}, err
+	}
+	return file, size, idOf(fi), nil
 }
 
 func (f *rootFiles) close() { f.chain.close() }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,22 +44,22 @@ func (f *fdFiles) close() {
 	_ = f.chain.root.Close()
 }
 
-func (f *fdFiles) open(p string, want, max int64) (io.ReadCloser, int64, error) {
+func (f *fdFiles) open(p string, want, max int64) (io.ReadCloser, int64, fileID, error) {
 	d, err := f.chain.dir(path.Dir(p))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fileID{}, err
 	}
 	name := path.Base(p)
 	var seen unix.Stat_t
 	if err := lstatAt(d, name, &seen); err != nil {
-		return nil, 0, err
+		return nil, 0, fileID{}, err
 	}
 	if seen.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, 0, fmt.Errorf("is a %s, not a regular file", typeName(modeOf(seen.Mode)))
+		return nil, 0, fileID{}, fmt.Errorf("is a %s, not a regular file", typeName(modeOf(seen.Mode)))
 	}
 	fd, err := openAt(d, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fileID{}, err
 	}
 	file := &rawFile{fd: fd}
 	var st unix.Stat_t
@@ -75,9 +76,22 @@ func (f *fdFiles) open(p string, want, max int64) (io.ReadCloser, int64, error) 
 	}
 	if err != nil {
 		_ = file.Close()
-		return nil, 0, err
+		return nil, 0, fileID{}, err
 	}
-	return file, st.Size, nil
+	return file, st.Size, statID(&st), nil
+}
+
+// idOf is the device and inode of fi (zero when the platform does not say).
+func idOf(fi fs.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim.Nano()} //nolint:unconvert // Dev is uint32 on some architectures
+	}
+	return fileID{}
+}
+
+// statID is the identity in a stat(2) result.
+func statID(st *unix.Stat_t) fileID {
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim.Nano()} //nolint:unconvert // Dev is uint32 on some architectures
 }
 
 // listable returns a directory opened through an os.Root as a plain *os.File of the

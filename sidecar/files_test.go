@@ -57,7 +57,7 @@ func TestFileOpenersCheckEveryFileAsTheyOpenIt(t *testing.T) {
 			must(err)
 			defer files.close()
 			for _, tt := range tests {
-				f, size, err := files.open(tt.path, tt.want, tt.max)
+				f, size, _, err := files.open(tt.path, tt.want, tt.max)
 				if tt.wantErr == "" {
 					if err != nil {
 						t.Errorf("open %s: %v", tt.path, err)

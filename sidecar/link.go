@@ -27,52 +27,76 @@ func newLinker(versions *os.Root, srcName string, src *os.Root, dstName string, 
 		srcDirs: map[string]*os.File{}, dstDirs: map[string]*os.File{}}
 }
 
-// link links oldPath of the source version to newPath of the new one and checks that
-// the result is a regular file of f's size and mode; anything else is undone and
-// reported, and the caller downloads the file instead.
-func (l *linker) link(oldPath, newPath string, f snapshot.FileMeta) error {
-	var (
-		size    int64
-		mode    fs.FileMode
-		regular bool
-		err     error
-	)
-	if fastLinks {
-		size, mode, regular, err = l.linkFast(oldPath, newPath)
-	} else {
-		size, mode, regular, err = l.linkSlow(oldPath, newPath)
-	}
-	if err == nil && (!regular || size != f.Size || mode != fileMode(f)) {
-		err = fmt.Errorf("is not a regular file of %d bytes, mode %v (%d bytes, mode %v)", f.Size, fileMode(f), size, mode)
-		_ = l.dst.Remove(native(newPath))
-	}
-	return err
+// linked is what the linker found at the new path after linking.
+type linked struct {
+	size    int64
+	mode    fs.FileMode
+	regular bool
+	id      fileID
 }
 
-func (l *linker) linkFast(oldPath, newPath string) (int64, fs.FileMode, bool, error) {
+// link links oldPath of the source version to newPath of the new one and checks that
+// the result is a regular file of f's size and mode; anything else is undone and
+// reported, and the caller downloads the file instead. It returns the identity of
+// the linked file (that of the source, as it is a hard link), for the caller to
+// compare with the source's as a full check saw it.
+func (l *linker) link(oldPath, newPath string, f snapshot.FileMeta) (fileID, error) {
+	var (
+		got linked
+		err error
+	)
+	if fastLinks {
+		got, err = l.linkFast(oldPath, newPath)
+	} else {
+		got, err = l.linkSlow(oldPath, newPath)
+	}
+	if err == nil && (!got.regular || got.size != f.Size || got.mode != fileMode(f)) {
+		err = fmt.Errorf("is not a regular file of %d bytes, mode %v (%d bytes, mode %v)", f.Size, fileMode(f), got.size, got.mode)
+		_ = l.dst.Remove(native(newPath))
+	}
+	return got.id, err
+}
+
+func (l *linker) linkFast(oldPath, newPath string) (linked, error) {
 	sd, err := openDir(l.srcDirs, l.src, path.Dir(oldPath))
 	if err != nil {
-		return 0, 0, false, err
+		return linked{}, err
 	}
 	dd, err := openDir(l.dstDirs, l.dst, path.Dir(newPath))
 	if err != nil {
-		return 0, 0, false, err
+		return linked{}, err
 	}
 	if err := linkAt(sd, path.Base(oldPath), dd, path.Base(newPath)); err != nil {
-		return 0, 0, false, fmt.Errorf("link: %w", err)
+		return linked{}, fmt.Errorf("link: %w", err)
 	}
 	return statAt(dd, path.Base(newPath))
 }
 
-func (l *linker) linkSlow(oldPath, newPath string) (int64, fs.FileMode, bool, error) {
+// stat returns what link checks of p in the new version, as it is.
+func (l *linker) stat(p string) (linked, error) {
+	if fastLinks {
+		dd, err := openDir(l.dstDirs, l.dst, path.Dir(p))
+		if err != nil {
+			return linked{}, err
+		}
+		return statAt(dd, path.Base(p))
+	}
+	fi, err := l.dst.Lstat(native(p))
+	if err != nil {
+		return linked{}, err
+	}
+	return linked{size: fi.Size(), mode: fi.Mode().Perm(), regular: fi.Mode().IsRegular(), id: idOf(fi)}, nil
+}
+
+func (l *linker) linkSlow(oldPath, newPath string) (linked, error) {
 	if err := l.versions.Link(native(l.srcName+"/"+oldPath), native(l.dstName+"/"+newPath)); err != nil {
-		return 0, 0, false, fmt.Errorf("link: %w", err)
+		return linked{}, fmt.Errorf("link: %w", err)
 	}
 	fi, err := l.dst.Lstat(native(newPath))
 	if err != nil {
-		return 0, 0, false, err
+		return linked{}, err
 	}
-	return fi.Size(), fi.Mode().Perm(), fi.Mode().IsRegular(), nil
+	return linked{size: fi.Size(), mode: fi.Mode().Perm(), regular: fi.Mode().IsRegular(), id: idOf(fi)}, nil
 }
 
 // openDir returns dir of r from cache, opening it on first use. Opened through the

@@ -27,12 +27,13 @@ func linkAt(oldDir *os.File, oldName string, newDir *os.File, newName string) er
 	return nil
 }
 
-// statAt returns the size and permission bits of name in dir, and whether it is a
-// regular file, without following a symlink.
-func statAt(dir *os.File, name string) (int64, fs.FileMode, bool, error) {
+// statAt returns what linker.link checks of name in dir, without following a
+// symlink.
+func statAt(dir *os.File, name string) (linked, error) {
 	var st unix.Stat_t
 	if err := lstatAt(dir, name, &st); err != nil {
-		return 0, 0, false, err
+		return linked{}, err
 	}
-	return st.Size, fs.FileMode(st.Mode & 0o777), st.Mode&unix.S_IFMT == unix.S_IFREG, nil
+	return linked{size: st.Size, mode: fs.FileMode(st.Mode & 0o777), regular: st.Mode&unix.S_IFMT == unix.S_IFREG,
+		id: statID(&st)}, nil
 }

@@ -4,7 +4,6 @@ package sidecar
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 )
 
@@ -15,6 +14,6 @@ func linkAt(*os.File, string, *os.File, string) error {
 	return errors.New("linkat: not used on this platform")
 }
 
-func statAt(*os.File, string) (int64, fs.FileMode, bool, error) {
-	return 0, 0, false, errors.New("fstatat: not used on this platform")
+func statAt(*os.File, string) (linked, error) {
+	return linked{}, errors.New("fstatat: not used on this platform")
 }

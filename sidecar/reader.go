@@ -97,55 +97,63 @@ func Load(root string, l Limits) (*Snapshot, error) {
 
 // loadVersion reads and verifies root/versions/<version>.
 func loadVersion(root, version string, l Limits) (*Snapshot, error) {
-	return readVersion(root, version, l, nil)
+	s, _, err := readVersion(root, version, l, nil)
+	return s, err
 }
 
 // verifyVersion checks root/versions/<version> exactly as loadVersion does (the same
 // code: every check in the package documentation, every byte hashed against the
-// manifest) but keeps no content, and returns the manifest. It needs a small buffer
-// instead of the snapshot's size in memory (Writer.VerifyCurrent).
-func verifyVersion(root, version string, l Limits) (*Manifest, error) {
-	s, err := readVersion(root, version, l, make([]byte, 64<<10))
+// manifest) but keeps no content, and returns the manifest and the identity of each
+// of its files (in manifest order). It needs a small buffer instead of the
+// snapshot's size in memory (Writer.VerifyCurrent).
+func verifyVersion(root, version string, l Limits) (*Manifest, []fileID, error) {
+	s, ids, err := readVersion(root, version, l, make([]byte, 64<<10))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.Manifest, nil
+	return s.Manifest, ids, nil
 }
 
 // readVersion reads and verifies root/versions/<version>. With a buffer the
-// files are hashed through it and not kept: the Snapshot has no content.
-func readVersion(root, version string, l Limits, buf []byte) (*Snapshot, error) {
+// files are hashed through it and not kept: the Snapshot has no content, and
+// the files' identities are returned.
+func readVersion(root, version string, l Limits, buf []byte) (*Snapshot, []fileID, error) {
 	r, err := openVersion(root, version)
 	if err != nil {
-		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
+		return nil, nil, fmt.Errorf("load snapshot %s: %w", version, err)
 	}
 	defer func() { _ = r.Close() }()
 	m, err := readManifest(r, version, l)
 	if err != nil {
-		return nil, fmt.Errorf("load snapshot %s: %s: %w", version, ManifestFile, err)
+		return nil, nil, fmt.Errorf("load snapshot %s: %s: %w", version, ManifestFile, err)
 	}
 	if err := checkTree(r, m); err != nil {
-		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
+		return nil, nil, fmt.Errorf("load snapshot %s: %w", version, err)
 	}
 	s := &Snapshot{Manifest: m}
+	var ids []fileID
 	if buf == nil {
 		s.files = make(map[string][]byte, len(m.Files))
+	} else {
+		ids = make([]fileID, len(m.Files))
 	}
 	files, err := openFiles(r)
 	if err != nil {
-		return nil, fmt.Errorf("load snapshot %s: %w", version, err)
+		return nil, nil, fmt.Errorf("load snapshot %s: %w", version, err)
 	}
 	defer files.close()
-	for _, f := range m.Files {
-		b, err := readVerified(files, f, buf)
+	for i, f := range m.Files {
+		b, id, err := readVerified(files, f, buf)
 		if err != nil {
-			return nil, fmt.Errorf("load snapshot %s: %s: %w", version, f.Path, err)
+			return nil, nil, fmt.Errorf("load snapshot %s: %s: %w", version, f.Path, err)
 		}
 		if buf == nil {
 			s.files[f.Path] = b
+		} else {
+			ids[i] = id
 		}
 	}
-	return s, nil
+	return s, ids, nil
 }
 
 // openVersion opens the version directory as an os.Root, after checking that neither
@@ -273,35 +281,42 @@ func walkDir(r *os.Root, dir string, files, dirs map[string]bool) ([]string, err
 }
 
 // readVerified reads one listed file and verifies it against its entry. With
-// buf it hashes the file through buf instead and returns no content.
-func readVerified(files fileOpener, f snapshot.FileMeta, buf []byte) ([]byte, error) {
-	file, size, err := files.open(f.Path, f.Size, f.Size)
+// buf it hashes the file through buf instead and returns no content. It returns
+// the file's identity too.
+func readVerified(files fileOpener, f snapshot.FileMeta, buf []byte) ([]byte, fileID, error) {
+	file, size, id, err := files.open(f.Path, f.Size, f.Size)
 	if err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
 	defer file.Close()
 	if buf == nil {
 		b := make([]byte, size)
 		if n, err := io.ReadFull(file, b); err != nil {
-			return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, err)
+			return nil, fileID{}, fmt.Errorf("read: got %d of %d bytes: %w", n, size, err)
 		}
 		if err := atEnd(file, size, make([]byte, 1)); err != nil {
-			return nil, err
+			return nil, fileID{}, err
 		}
-		return b, verify(f, b)
+		return b, id, verify(f, b)
 	}
+	return nil, id, hashVerified(file, f, size, buf)
+}
+
+// hashVerified hashes size bytes of file through buf and checks them and the
+// end of the file against f.
+func hashVerified(file io.Reader, f snapshot.FileMeta, size int64, buf []byte) error {
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, io.LimitReader(file, size), buf)
 	if err != nil || n != size {
-		return nil, fmt.Errorf("read: got %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+		return fmt.Errorf("read: got %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
 	}
 	if err := atEnd(file, size, buf[:1]); err != nil {
-		return nil, err
+		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
-		return nil, fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
+		return fmt.Errorf("sha256 %s, manifest says %s", got, f.SHA256)
 	}
-	return nil, nil
+	return nil
 }
 
 // readRegular reads the regular file p, refusing anything else and anything larger

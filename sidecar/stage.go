@@ -25,7 +25,10 @@ import (
 // Linking instead of reading, verifying and rewriting an unchanged file is what makes
 // a one-file change of a 10,000-file snapshot cheap. It relies on the contract that a
 // version directory is immutable once installed: only this writer writes the volume,
-// and the reader verifies every byte before it serves a version anyway.
+// and the reader verifies every byte before it serves a version anyway. A linked file
+// carries the proof of its content only from a verified version and only when it is
+// the very file (device and inode) that was proven; any other is hashed after it is
+// linked (see currentIndex), so the new version is verified as it is built.
 //
 // A Stage holds the writer until Commit or Abort; call Abort in a defer (it does
 // nothing after Commit).
@@ -47,7 +50,13 @@ type Stage struct {
 	dups    []int          // files whose content is another file's of this version
 	wanted  map[string]int // hash → index in missing, until it is written
 	linked  int
-	closed  bool
+	hashed  int // linked files hashed because their proof did not carry
+	// ids: the identity of each file of m as its content was proven; see
+	// currentIndex.
+	ids    []fileID
+	buf    []byte // for hashing linked files
+	rec    *recycled
+	closed bool
 }
 
 // Begin starts installing m; see Stage. Invalid manifests are refused before the disk
@@ -66,7 +75,7 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	log := w.log.With("version", version)
 
 	w.writeMu.Lock()
-	st := &Stage{w: w, m: want}
+	st := &Stage{w: w, m: want, ids: make([]fileID, len(want.Files))}
 	defer func() {
 		if err != nil {
 			st.Abort()
@@ -84,7 +93,11 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	}
 	st.prev = prev
 
-	switch state := w.inspect(want); {
+	state, ids := w.inspect(want)
+	if state == diskIntact {
+		st.ids = ids
+	}
+	switch {
 	case prev == version && state == diskIntact:
 		log.Debug("snapshot already current; nothing to write")
 		st.reuse = true
@@ -98,7 +111,8 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	case state == diskDamaged && prev == version:
 		log.Warn("current snapshot is damaged on disk; writing it again")
 	}
-	if err := st.open(); err != nil {
+	recycle := prev != "" && prev != version && w.linkable(prev) && w.proven(prev)
+	if err := st.open(recycle); err != nil {
 		return nil, fmt.Errorf("write snapshot %s: %w", version, err)
 	}
 	if err := st.plan(); err != nil {
@@ -107,14 +121,21 @@ func (w *Writer) Begin(m *Manifest) (_ *Stage, err error) {
 	return st, nil
 }
 
-// open creates the temporary directory.
-func (st *Stage) open() error {
-	tmp, err := os.MkdirTemp(versionsDir(st.w.root), st.m.Version+tempInfix)
-	if err != nil {
-		return fmt.Errorf("create temporary directory: %w", err)
+// open creates the temporary directory, or recycles an old version's (see
+// recycled) when asked to.
+func (st *Stage) open(recycle bool) error {
+	if recycle {
+		st.tmp, st.rec = st.recycle()
 	}
-	st.tmp = tmp
-	st.r, err = os.OpenRoot(tmp)
+	if st.tmp == "" {
+		tmp, err := os.MkdirTemp(versionsDir(st.w.root), st.m.Version+tempInfix)
+		if err != nil {
+			return fmt.Errorf("create temporary directory: %w", err)
+		}
+		st.tmp = tmp
+	}
+	var err error
+	st.r, err = os.OpenRoot(st.tmp)
 	if err != nil {
 		return fmt.Errorf("open temporary directory: %w", err)
 	}
@@ -156,37 +177,117 @@ func (st *Stage) plan() error {
 			defer lk.close()
 		}
 	}
-	for i, f := range st.m.Files {
-		if _, ok := st.placed[f.SHA256]; ok {
-			st.dups = append(st.dups, i)
-			continue
+	if st.rec != nil {
+		if err := st.prune(); err != nil {
+			return err
 		}
-		if _, ok := st.wanted[f.SHA256]; ok {
-			st.dups = append(st.dups, i)
-			continue
-		}
-		if lk != nil {
-			if src, ok := cur.file(f.SHA256); ok && fileMode(src) == fileMode(f) {
-				if err := st.mkdirs(path.Dir(f.Path)); err != nil {
-					return err
-				}
-				err := lk.link(src.Path, f.Path, f)
-				if err == nil {
-					st.placed[f.SHA256] = f.Path
-					st.linked++
-					continue
-				}
-				st.w.log.Warn("cannot reuse a file of the current snapshot; downloading it", "path", f.Path, "error", err)
-			}
-		}
-		st.wanted[f.SHA256] = len(st.missing)
-		st.missing = append(st.missing, i)
 	}
-	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "missing", len(st.missing), "duplicates", len(st.dups))
+	j := 0 // walks cur's files alongside, for keep
+	for i := range st.m.Files {
+		if err := st.place(lk, cur, &j, i); err != nil {
+			return err
+		}
+	}
+	recycledKept := 0
+	if st.rec != nil {
+		recycledKept = st.rec.kept
+	}
+	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "recycled", recycledKept, "missing", len(st.missing), "duplicates", len(st.dups))
+	return nil
+}
+
+// place plans file i: kept in the recycled directory, a duplicate of a file
+// already placed or wanted, linked from the current version, or missing.
+func (st *Stage) place(lk *linker, cur *currentIndex, j *int, i int) error {
+	f := st.m.Files[i]
+	if st.rec != nil {
+		kept, err := st.keep(lk, cur, j, i)
+		if err != nil {
+			return err
+		}
+		if kept {
+			if _, ok := st.placed[f.SHA256]; !ok {
+				st.placed[f.SHA256] = f.Path
+			}
+			st.linked++
+			return nil
+		}
+	}
+	if _, ok := st.placed[f.SHA256]; ok {
+		st.dups = append(st.dups, i)
+		return nil
+	}
+	if _, ok := st.wanted[f.SHA256]; ok {
+		st.dups = append(st.dups, i)
+		return nil
+	}
+	if lk != nil {
+		if src, proven, ok := cur.file(f.SHA256); ok && fileMode(src) == fileMode(f) {
+			if err := st.mkdirs(path.Dir(f.Path)); err != nil {
+				return err
+			}
+			err := st.link(lk, src, proven, i)
+			if err == nil {
+				st.placed[f.SHA256] = f.Path
+				st.linked++
+				return nil
+			}
+			if errors.Is(err, ErrDamaged) {
+				st.w.markDamaged(st.prev, err)
+				return err
+			}
+			st.w.log.Warn("cannot reuse a file of the current snapshot; downloading it", "path", f.Path, "error", err)
+		}
+	}
+	st.wanted[f.SHA256] = len(st.missing)
+	st.missing = append(st.missing, i)
 	return nil
 }
 
 func (st *Stage) mkdirs(dir string) error { return mkdirs(st.r, dir, st.dmode, st.made) }
+
+// link links src of the current version as file i of the new one. The proof of
+// src's content carries over when src was proven (proven is known) and the link
+// is that very file; otherwise the linked file is read and hashed here, and
+// refused (removed, for the caller to download) if it does not match.
+func (st *Stage) link(lk *linker, src snapshot.FileMeta, proven fileID, i int) error {
+	f := st.m.Files[i]
+	id, err := lk.link(src.Path, f.Path, f)
+	if err != nil {
+		return err
+	}
+	if proven.known() && id == proven {
+		st.ids[i] = id
+		return nil
+	}
+	st.hashed++
+	if st.buf == nil {
+		st.buf = make([]byte, 64<<10)
+	}
+	file, size, err := openRegular(st.r, f.Path, f.Size, f.Size)
+	if err == nil {
+		var fi fs.FileInfo
+		if fi, err = file.Stat(); err == nil {
+			id = idOf(fi)
+			if err = hashVerified(file, f, size, st.buf); err != nil {
+				err = fmt.Errorf("%w: %s: %w", ErrDamaged, src.Path, err)
+			}
+		}
+		_ = file.Close()
+	}
+	if err != nil {
+		_ = st.r.Remove(native(f.Path))
+		return fmt.Errorf("not proven by the last check, and hashing it: %w", err)
+	}
+	st.ids[i] = id
+	return nil
+}
+
+// ErrDamaged is wrapped by Begin's error when a file of the current version,
+// hashed because the proof of its content did not carry (see Stage), does not
+// match the manifest: the version is remembered as damaged, so trying again
+// links nothing from it and writes the whole version.
+var ErrDamaged = errors.New("the current snapshot is damaged on disk")
 
 // Manifest is the manifest being installed, normalized (sorted by path): indexes from
 // Missing and Create refer to its Files. Do not modify it.
@@ -199,6 +300,10 @@ func (st *Stage) Missing() []int { return slices.Clone(st.missing) }
 
 // Linked is how many files were linked from the current version.
 func (st *Stage) Linked() int { return st.linked }
+
+// Hashed is how many of the linked files were read and hashed, because the
+// proof of their content did not carry over (see Stage).
+func (st *Stage) Hashed() int { return st.hashed }
 
 // Create starts the file at index i of Manifest().Files, which must be one Missing
 // lists; write its content to the returned FileWriter and Finish it.
@@ -222,13 +327,14 @@ func (st *Stage) Create(i int) (*FileWriter, error) {
 		_ = file.Close()
 		return nil, fmt.Errorf("%s: set mode: %w", f.Path, err)
 	}
-	return &FileWriter{st: st, f: f, file: file, h: sha256.New()}, nil
+	return &FileWriter{st: st, i: i, f: f, file: file, h: sha256.New()}, nil
 }
 
 // FileWriter receives the content of one file of a Stage, in order, and checks it
 // against the manifest as it goes.
 type FileWriter struct {
 	st   *Stage
+	i    int
 	f    snapshot.FileMeta
 	file *os.File
 	h    hash.Hash
@@ -265,9 +371,14 @@ func (fw *FileWriter) Finish() error {
 	if err := fw.file.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %w", fw.f.Path, err)
 	}
+	fi, err := fw.file.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: stat: %w", fw.f.Path, err)
+	}
 	if err := fw.file.Close(); err != nil {
 		return fmt.Errorf("%s: close: %w", fw.f.Path, err)
 	}
+	fw.st.ids[fw.i] = idOf(fi)
 	fw.st.placed[fw.f.SHA256] = fw.f.Path
 	return nil
 }
@@ -299,12 +410,12 @@ func (st *Stage) Commit() error {
 		}
 	}
 	st.w.cacheMu.Lock()
-	st.w.cache = newIndex(st.m)
+	st.w.cache = newIndex(st.m, st.ids)
 	if st.w.damaged == version {
 		st.w.damaged = "" // written afresh, or found intact by Begin
 	}
 	st.w.cacheMu.Unlock()
-	st.w.log.Info("snapshot installed", "version", version, "previous", st.prev, "files", len(st.m.Files), "linked", st.linked, "written", len(st.missing))
+	st.w.log.Info("snapshot installed", "version", version, "previous", st.prev, "files", len(st.m.Files), "linked", st.linked, "hashed", st.hashed, "written", len(st.missing))
 
 	keep := []string{version}
 	if st.prev != "" {
@@ -341,6 +452,11 @@ func (st *Stage) complete() error {
 		if err := st.copyWithin(st.placed[f.SHA256], f); err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
+		fi, err := st.r.Lstat(native(f.Path))
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+		st.ids[i] = idOf(fi)
 	}
 	dirs := make([]string, 0, len(st.made))
 	for d := range st.made {

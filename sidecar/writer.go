@@ -41,18 +41,31 @@ type Writer struct {
 // currentIndex is the manifest of the current version with its files indexed by hash,
 // so that staging the next version finds what it can link without reading
 // manifest.json, let alone the files.
+//
+// ids is what makes the version verified: the identity (device, inode) of each
+// file (in manifest order) when its content was last proven, by a full check
+// (VerifyCurrent, Begin's inspection) or as it was staged: written through a
+// FileWriter (hashed as it was written), hashed after linking, or linked from a
+// file of a verified version with the identity recorded for it. nil when the
+// index was read from manifest.json and nothing was proven.
 type currentIndex struct {
 	manifest *Manifest
 	bySHA    map[string]int // the first file with that content
+	ids      []fileID
 }
 
-// file returns the first file of the current version with this content.
-func (idx *currentIndex) file(sha256hex string) (snapshot.FileMeta, bool) {
+// file returns the first file of the current version with this content, and
+// the identity it had when proven (zero if not).
+func (idx *currentIndex) file(sha256hex string) (snapshot.FileMeta, fileID, bool) {
 	i, ok := idx.bySHA[sha256hex]
 	if !ok {
-		return snapshot.FileMeta{}, false
+		return snapshot.FileMeta{}, fileID{}, false
 	}
-	return idx.manifest.Files[i], true
+	var id fileID
+	if idx.ids != nil {
+		id = idx.ids[i]
+	}
+	return idx.manifest.Files[i], id, true
 }
 
 // NewWriter prepares root for snapshots: it creates root/versions (0755) and removes
@@ -79,16 +92,20 @@ func (w *Writer) Current() (*Manifest, error) {
 	if err != nil || idx == nil {
 		return nil, err
 	}
-	m := *idx.manifest
-	m.Files = slices.Clone(idx.manifest.Files)
-	return &m, nil
+	return cloneManifest(idx.manifest), nil
 }
 
 // VerifyCurrent checks the version current points at with the proxy's verifying
-// loader (Verify) and returns its manifest, or nil (and nil error) when there is none.
-// A version that fails is remembered as damaged: no later Stage links files from it,
-// and writing it again (Write or Begin with its manifest) replaces it whole.
+// loader (Verify), every file read and hashed, and returns its manifest, or nil (and
+// nil error) when there is none. The agent runs it at start and on a schedule. A
+// version that passes is verified: later Stages carry the check of its files to the
+// files they link from it (see CheckCurrent). A version that fails is remembered as
+// damaged: no later Stage links files from it, and writing it again (Write or Begin
+// with its manifest) replaces it whole. It waits for a Stage in progress (and the
+// clean-up after a Commit), so it never reads a version being replaced.
 func (w *Writer) VerifyCurrent() (*Manifest, error) {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
 	version, err := resolveCurrent(w.root)
 	if errors.Is(err, errNoSnapshot) {
 		return nil, nil
@@ -96,18 +113,67 @@ func (w *Writer) VerifyCurrent() (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %w", err)
 	}
-	m, err := verifyVersion(w.root, version, w.limits)
-	w.cacheMu.Lock()
-	defer w.cacheMu.Unlock()
+	m, ids, err := verifyVersion(w.root, version, w.limits)
 	if err != nil {
-		w.damaged = version
-		w.log.Warn("current snapshot is damaged on disk; its files will not be reused", "version", version, "error", err)
+		w.markDamaged(version, err)
 		return nil, err
 	}
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
 	if w.damaged == version {
 		w.damaged = ""
 	}
-	return m, nil
+	w.cache = newIndex(m, ids)
+	return cloneManifest(m), nil
+}
+
+// markDamaged remembers version as damaged: no Stage links from it, and what
+// was proven of its files is forgotten.
+func (w *Writer) markDamaged(version string, err error) {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	w.damaged = version
+	if w.cache != nil && w.cache.manifest.Version == version {
+		w.cache = newIndex(w.cache.manifest, nil)
+	}
+	w.log.Warn("current snapshot is damaged on disk; its files will not be reused", "version", version, "error", err)
+}
+
+// CheckCurrent is the agent's check after every write: it returns the manifest of
+// the version current points at when that version is verified (see currentIndex:
+// every file proven as this writer staged it, or by the last full check) and not
+// found damaged since, reading no file; otherwise it is VerifyCurrent. What it
+// trusts between full checks, and why, is in docs/snapshot.md.
+func (w *Writer) CheckCurrent() (*Manifest, error) {
+	version, err := resolveCurrent(w.root)
+	if errors.Is(err, errNoSnapshot) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	w.cacheMu.Lock()
+	if idx := w.cache; idx != nil && idx.manifest.Version == version && idx.ids != nil && w.damaged != version {
+		m := cloneManifest(idx.manifest)
+		w.cacheMu.Unlock()
+		return m, nil
+	}
+	w.cacheMu.Unlock()
+	return w.VerifyCurrent()
+}
+
+func cloneManifest(m *Manifest) *Manifest {
+	c := *m
+	c.Files = slices.Clone(m.Files)
+	return &c
+}
+
+// proven reports whether the cached index of the current version is version's,
+// with its files proven (see currentIndex).
+func (w *Writer) proven(version string) bool {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	return w.cache != nil && w.cache.manifest.Version == version && w.cache.ids != nil
 }
 
 // linkable reports whether a Stage may link files from version.
@@ -140,12 +206,13 @@ func (w *Writer) current() (*currentIndex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current snapshot %s: %s: %w", version, ManifestFile, err)
 	}
-	w.cache = newIndex(m)
+	w.cache = newIndex(m, nil)
 	return w.cache, nil
 }
 
-func newIndex(m *Manifest) *currentIndex {
-	idx := &currentIndex{manifest: m, bySHA: make(map[string]int, len(m.Files))}
+// newIndex indexes m; ids, if not nil, are its files' proven identities.
+func newIndex(m *Manifest, ids []fileID) *currentIndex {
+	idx := &currentIndex{manifest: m, bySHA: make(map[string]int, len(m.Files)), ids: ids}
 	for i, f := range m.Files {
 		if _, ok := idx.bySHA[f.SHA256]; !ok {
 			idx.bySHA[f.SHA256] = i
@@ -164,10 +231,9 @@ func (w *Writer) Manifest(version string) (*Manifest, error) {
 	}
 	w.cacheMu.Lock()
 	if w.cache != nil && w.cache.manifest.Version == version {
-		m := *w.cache.manifest
-		m.Files = slices.Clone(w.cache.manifest.Files)
+		m := cloneManifest(w.cache.manifest)
 		w.cacheMu.Unlock()
-		return &m, nil
+		return m, nil
 	}
 	w.cacheMu.Unlock()
 	r, err := openVersion(w.root, version)
@@ -246,21 +312,22 @@ const (
 	diskDamaged           // does not load or verify
 )
 
-// inspect compares versions/<version> on disk with want, verifying every file.
-func (w *Writer) inspect(want *Manifest) diskState {
+// inspect compares versions/<version> on disk with want, verifying every file; for
+// an intact version it returns its files' identities.
+func (w *Writer) inspect(want *Manifest) (diskState, []fileID) {
 	if _, err := os.Lstat(versionDir(w.root, want.Version)); err != nil {
-		return diskAbsent
+		return diskAbsent, nil
 	}
-	m, err := verifyVersion(w.root, want.Version, w.limits)
+	m, ids, err := verifyVersion(w.root, want.Version, w.limits)
 	if err != nil {
 		w.log.Warn("snapshot on disk does not verify", "version", want.Version, "error", err)
-		return diskDamaged
+		return diskDamaged, nil
 	}
 	if !m.equal(want) {
 		w.log.Warn("snapshot on disk has another manifest under the same version", "version", want.Version)
-		return diskDiffers
+		return diskDiffers, nil
 	}
-	return diskIntact
+	return diskIntact, ids
 }
 
 // mkdirs creates dir and its missing parents inside r with mode, recording them in made.

@@ -46,6 +46,7 @@ type Options struct {
 	ConfirmTimeout time.Duration
 	StaleAfter     time.Duration
 	UnreadyAfter   time.Duration
+	VerifyInterval time.Duration
 	AdminAddress   string
 	AdminCertFile  string
 	AdminKeyFile   string
@@ -83,6 +84,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StaleAfter, "stale-after", client.DefaultStaleAfter, "how long the agent may serve another version than the control plane's current one before /readyz and gatehouse_agent_stale report it stale")
 	fs.DurationVar(&o.UnreadyAfter, "stale-unready-after", client.DefaultUnreadyAfter,
 		"how long the agent may be behind before /readyz fails and takes the Pod out of the Service (0: never); a version every proxy refuses as invalid never does")
+	fs.DurationVar(&o.VerifyInterval, "verify-interval", client.DefaultVerifyInterval,
+		"how often the snapshot on the volume is checked in full, every file read and hashed (jittered by ±20 %; also at start); after a write only what changed is checked")
 	fs.StringVar(&o.AdminAddress, "admin-bind-address", ":8082", "address of /healthz, /readyz and /metrics")
 	fs.StringVar(&o.AdminCertFile, "admin-tls-cert-file", "", "serve --admin-bind-address over HTTPS with this certificate (re-read when it changes), as Prometheus scrapes it from other Pods; default: plain HTTP")
 	fs.StringVar(&o.AdminKeyFile, "admin-tls-key-file", "", "key of --admin-tls-cert-file")
@@ -112,6 +115,9 @@ func (o *Options) Validate() error {
 	}
 	if o.UnreadyAfter < 0 || (o.UnreadyAfter > 0 && o.UnreadyAfter < o.StaleAfter) {
 		errs = append(errs, fmt.Errorf("--stale-unready-after %s: want 0 (never) or at least --stale-after (%s)", o.UnreadyAfter, o.StaleAfter))
+	}
+	if o.VerifyInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--verify-interval %s: want at least 1s", o.VerifyInterval))
 	}
 	if o.MaxFileBytes <= 0 || o.MaxTotalBytes <= 0 || o.MaxFiles <= 0 {
 		errs = append(errs, errors.New("--max-file-bytes, --max-total-bytes and --max-files must be positive"))
@@ -186,7 +192,8 @@ func (o *Options) Run(ctx context.Context, version string, logger *slog.Logger) 
 		Writer:  w, Limits: limits,
 		ConfirmURL: o.ConfirmURL, ConfirmTimeout: o.ConfirmTimeout,
 		StaleAfter: o.StaleAfter, UnreadyAfter: unreadyAfter(o.UnreadyAfter),
-		Logger: logger, Metrics: metrics,
+		VerifyInterval: o.VerifyInterval,
+		Logger:         logger, Metrics: metrics,
 	})
 	if err != nil {
 		return err

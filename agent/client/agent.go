@@ -66,6 +66,12 @@ type Options struct {
 	// Status.
 	StaleAfter, UnreadyAfter time.Duration
 
+	// VerifyInterval is how often the version on the volume is checked in
+	// full, every file read and hashed (DefaultVerifyInterval, jittered by
+	// ±20 %). It is checked in full at start too; after a write only what
+	// changed is (see verifyLoop).
+	VerifyInterval time.Duration
+
 	// DialOptions are appended to the gRPC dial options (tests use them to
 	// inject faults; operators rarely need them).
 	DialOptions []grpc.DialOption
@@ -87,6 +93,9 @@ type Agent struct {
 	// gRPC fails calls fast with the last handshake's error until its next
 	// attempt, so it must outlive the attempt that set it.
 	certAskedWithout atomic.Bool
+	// abort ends the session in progress (nil between sessions); the full
+	// check uses it when it finds the served version damaged.
+	abort atomic.Pointer[context.CancelCauseFunc]
 
 	// jitter and wait are the reconnect backoff's randomness and clock
 	// (rand.Int64N and time.After); tests replace them.
@@ -108,6 +117,9 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.Writer == nil {
 		errs = append(errs, errors.New("a sidecar writer is required"))
+	}
+	if o.VerifyInterval < 0 {
+		errs = append(errs, errors.New("the verify interval must be positive"))
 	}
 	if (o.CertFile == "") != (o.KeyFile == "") {
 		errs = append(errs, errors.New("client certificate and key go together"))
@@ -138,6 +150,9 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.UnreadyAfter == 0 {
 		o.UnreadyAfter = DefaultUnreadyAfter
+	}
+	if o.VerifyInterval == 0 {
+		o.VerifyInterval = DefaultVerifyInterval
 	}
 	if o.ConfirmTimeout == 0 {
 		o.ConfirmTimeout = 30 * time.Second
@@ -185,6 +200,9 @@ func (a *Agent) Status() Status { return a.health.status() }
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.o.Writer.Wait()
 	a.restoreServing(ctx)
+	verifyCtx, stopVerify := context.WithCancel(ctx)
+	defer stopVerify()
+	go a.verifyLoop(verifyCtx)
 	dial := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig(a.o.CAFile, a.o.CertFile, a.o.KeyFile, a.o.ServerName, &a.certAskedWithout))),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -238,6 +256,7 @@ func (a *Agent) reconnect(ctx context.Context, rpc agentv1.CommanderClient) erro
 // again and the writer replaces it.
 func (a *Agent) restoreServing(ctx context.Context) {
 	m, err := a.o.Writer.VerifyCurrent()
+	a.o.Metrics.fullCheck(err == nil, time.Now())
 	if err != nil {
 		a.o.Logger.Error("the snapshot on the volume does not verify; not serving it, downloading it again", "error", err)
 		a.health.damagedAtStart(err)

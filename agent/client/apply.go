@@ -125,7 +125,7 @@ func (a *Agent) apply(ctx context.Context, rpc agentv1.CommanderClient, s *strea
 // transient, and attempt retries them after a backoff.
 func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, s *stream_, an *announcement, m *sidecar.Manifest) error {
 	if cur, err := a.o.Writer.Current(); err == nil && cur != nil && cur.Version == m.Version {
-		if _, err := a.o.Writer.VerifyCurrent(); err == nil {
+		if _, err := a.o.Writer.CheckCurrent(); err == nil {
 			return nil
 		}
 		// Damaged on the volume: Begin sees it too and writes it afresh.
@@ -156,11 +156,17 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 
 // install stages m on the volume (unchanged files are linked from the
 // current version), streams the rest straight from the control plane into
-// it, commits, and checks the result with the proxy's verifying loader.
-// Anything short of a commit leaves no trace; a commit that does not verify
-// is a transient failure, and the next attempt writes the version afresh.
+// it, commits, and checks the result (sidecar.Writer.CheckCurrent: every
+// file was hashed as it was written or linked, or carries the proof of the
+// file it is linked from). Anything short of a commit leaves no trace; a
+// current version found damaged while staging, or a commit that does not
+// verify, is a transient failure, and the next attempt writes the version
+// afresh.
 func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed bool, m *sidecar.Manifest) error {
 	st, err := a.o.Writer.Begin(m)
+	if errors.Is(err, sidecar.ErrDamaged) {
+		return transient(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -173,7 +179,7 @@ func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed
 	if err := st.Commit(); err != nil {
 		return err
 	}
-	if _, err := a.o.Writer.VerifyCurrent(); err != nil {
+	if _, err := a.o.Writer.CheckCurrent(); err != nil {
 		return transient(fmt.Errorf("the version as written does not verify: %w", err))
 	}
 	return nil

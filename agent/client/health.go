@@ -76,7 +76,7 @@ type health struct {
 	current     string
 	behindSince time.Time
 	failure     *failure // the last failed attempt; nil once a version applies
-	damaged     string   // why the volume's version did not verify at start
+	damaged     string   // why the volume's version did not verify (at start, or in a full check)
 	connected   bool
 	connErr     string
 }
@@ -121,6 +121,29 @@ func (h *health) damagedAtStart(err error) {
 	h.damaged = err.Error()
 }
 
+// damagedNow notes that a full check found the volume's version damaged
+// while the agent serves one, and reports whether it did serve one: the
+// proxy still serves what it loaded (and verified) before, so the agent
+// stays ready, but it no longer reports that version to the control plane
+// (reported), which then sends it again.
+func (h *health) damagedNow(err error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.damaged = err.Error()
+	return h.serving != ""
+}
+
+// reported is the version the agent tells the control plane it serves: none
+// while the volume's copy is known damaged.
+func (h *health) reported() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.damaged != "" {
+		return ""
+	}
+	return h.serving
+}
+
 func (h *health) connection(connected bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -155,7 +178,7 @@ func (h *health) status() Status {
 		Connected: h.connected, ConnectionError: h.connErr,
 	}
 	switch {
-	case h.serving == "" && h.damaged != "":
+	case h.damaged != "":
 		st.Reason = "the snapshot on the volume is damaged (" + h.damaged + "); it is downloaded again"
 	case h.failure != nil && (h.failure.version == h.current || h.current == ""):
 		st.Reason = describe(h.failure)

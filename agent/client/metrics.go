@@ -2,6 +2,7 @@ package client
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,6 +17,8 @@ type Metrics struct {
 	downloadBytes   prometheus.Counter
 	downloadRetries prometheus.Counter
 	failures        *prometheus.CounterVec
+	checkTime       prometheus.Gauge
+	checkOK         prometheus.Gauge
 	// status is the agent's Status func, set by New; the stale and behind
 	// gauges read it when scraped, so they never drift from /readyz.
 	status atomic.Pointer[func() Status]
@@ -43,6 +46,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gatehouse_agent_apply_failures_total",
 			Help: "Failed attempts to apply a snapshot, by class: transient (the volume or the proxy failed; retried with backoff) or deterministic (the content is invalid).",
 		}, []string{"class"}),
+		checkTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_agent_full_check_timestamp_seconds",
+			Help: "When the version on the volume was last checked in full (every file read and hashed), at start and every --verify-interval; 0 before the first.",
+		}),
+		checkOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_agent_full_check_ok",
+			Help: "1 if the last full check of the version on the volume passed (or there was none to check), 0 if it found it damaged.",
+		}),
 	}
 	for _, class := range []string{"transient", "deterministic"} {
 		m.failures.WithLabelValues(class)
@@ -69,7 +80,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.connected_, m.connects, m.results, m.downloadBytes, m.downloadRetries, m.failures, stale, behind, ready} {
+	for _, c := range []prometheus.Collector{m.connected_, m.connects, m.results, m.downloadBytes, m.downloadRetries, m.failures, m.checkTime, m.checkOK, stale, behind, ready} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -135,5 +146,18 @@ func (m *Metrics) downloaded(n int64) {
 func (m *Metrics) downloadFailed() {
 	if m != nil {
 		m.downloadRetries.Inc()
+	}
+}
+
+// fullCheck records a full check of the volume's version.
+func (m *Metrics) fullCheck(ok bool, at time.Time) {
+	if m == nil {
+		return
+	}
+	m.checkTime.Set(float64(at.UnixNano()) / 1e9)
+	if ok {
+		m.checkOK.Set(1)
+	} else {
+		m.checkOK.Set(0)
 	}
 }

@@ -28,8 +28,11 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient, proven
 	}
 	// The worker's downloads use ctx (they attach a freshly read token);
 	// the stream carries the token read for this connection.
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
+	a.abort.Store(&cancelCause)
+	defer a.abort.Store(nil)
 	a.o.Metrics.connectAttempt()
 	stream, err := rpc.CommandChannel(withToken(ctx, token))
 	if err != nil {
@@ -41,7 +44,7 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient, proven
 		Pod:            a.o.Pod,
 		AgentVersion:   a.o.Version,
 		Capabilities:   a.capabilities(),
-		CurrentVersion: a.Serving(),
+		CurrentVersion: a.health.reported(),
 		InstanceId:     a.instanceID,
 	}}}, ""); err != nil {
 		return fmt.Errorf("send connect request: %w", err)
@@ -76,6 +79,9 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient, proven
 	for {
 		cmd, err := stream.Recv()
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errServedDamaged) {
+				return cause
+			}
 			return fmt.Errorf("command channel: %w", err)
 		}
 		switch p := cmd.GetPayload().(type) {

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/agent/client"
 	"github.com/gatehouse-dev/gatehouse/sidecar"
 )
 
@@ -82,4 +84,38 @@ func TestDamageLinkedIntoTheNextVersionIsRepaired(t *testing.T) {
 	if got, _ := sa.volume(t).File("config/app-05.json"); string(got) != base["config/app-05.json"] {
 		t.Errorf("config/app-05.json = %q, want the published content", got)
 	}
+}
+
+// Between writes: after a write the agent checks only what changed (a file
+// linked from the version before carries that version's check), so a file
+// damaged in place later, with no new version to write, is found by the
+// scheduled full check (--verify-interval): the agent stops reporting the
+// version as served, reconnects, gets it again and writes it whole.
+func TestScheduledFullCheckRepairsTheServedVersion(t *testing.T) {
+	cp := startControlPlane(t, staticAuth())
+	want := files(5, "app")
+	v1 := cp.publish(t, want)
+	sa := startAgent(t, cp.addr, cp.caFile, func(o *client.Options) { o.VerifyInterval = 50 * time.Millisecond })
+	eventually(t, wait, "v1 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v1.Version() })
+	eventually(t, wait, "a full check passed", func() bool {
+		return metricValue(sa.reg, "gatehouse_agent_full_check_ok", nil) == 1
+	})
+	before := sa.downloadedBytes()
+
+	flipFirstByte(t, sa.root, v1.Version(), "config/app-02.json")
+	eventually(t, wait, "the damaged version written afresh", func() bool {
+		s, err := sidecar.Load(sa.root, sidecar.DefaultLimits())
+		return err == nil && s.Version() == v1.Version() &&
+			metricValue(sa.reg, "gatehouse_agent_snapshots_total", map[string]string{"result": "applied"}) >= 2
+	})
+	if got := sa.downloadedBytes(); got <= before {
+		t.Errorf("downloaded %v bytes before the damage and %v after: nothing was written again", before, got)
+	}
+	if got, _ := sa.volume(t).File("config/app-02.json"); string(got) != want["config/app-02.json"] {
+		t.Errorf("config/app-02.json = %q after the repair", got)
+	}
+	eventually(t, wait, "the agent serving v1 again", func() bool {
+		st := sa.agent.Status()
+		return st.Serving == v1.Version() && st.Reason == "" && cp.agent(t, "agent-1").VersionServed == v1.Version()
+	})
 }

@@ -171,8 +171,8 @@ var rows = []row{
 
 	{component: "agent channel", figure: "one-file change acked by 1,000 agents, 10 MB snapshot", show: "%.0f ms",
 		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=10", "change-ms", 0},
-		target:   "≤ 500 ms", ok: atMost(500),
-		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=10/real=10", "change-ms", 0}, baseName: "10 agents"},
+		target:   "≤ 500 ms, and the 10 real agents' baseline ≤ 250 ms (issue 27)", ok: func(v, b float64) bool { return v <= 500 && b <= 250 },
+		base: &metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=10/real=10", "change-ms", 0}, baseName: "10 real agents, same run"},
 	{component: "agent channel", figure: "cold start, 1,000 agents, 10 MB snapshot", show: "%.0f ms",
 		measured: metric{"test/bench/agentchannel", "BenchmarkAgentChannel/snapshot=10MB/agents=1000/real=10", "cold-ms", 0},
 		target:   "≤ 10,000 ms", ok: atMost(10000),
