@@ -74,6 +74,9 @@ const (
 //
 //   - cold-ms: every agent started at once with an empty volume, the
 //     snapshot already published, until the server has every agent's ack;
+//   - floor-ms (10 MB only), just before: the same content over as many
+//     bare TLS connections from the same server process (floor_test.go),
+//     and cold/floor;
 //   - change-ms: publishing a one-file change until every agent acked it
 //     (median of the changes; change-max-ms the slowest), and the
 //     server's CPU, bytes written to the wire and file content sent for it;
