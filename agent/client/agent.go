@@ -213,6 +213,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{
 			BaseDelay: a.o.InitialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: a.o.MaxBackoff,
 		}, MinConnectTimeout: 20 * time.Second}),
+		// No read buffer of gRPC's own: TLS already holds what it read and
+		// decrypted, and a second buffer only copied every byte again
+		// (10 % of a cold-starting agent's CPU; docs/performance.md,
+		// issue 27).
+		grpc.WithReadBufferSize(0),
 	}, a.o.DialOptions...)
 	conn, err := grpc.NewClient(a.o.Address, dial...)
 	if err != nil {

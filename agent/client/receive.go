@@ -37,19 +37,27 @@ func (a *Agent) download(ctx context.Context, rpc agentv1.CommanderClient, packe
 	if err != nil {
 		return err
 	}
-	stream, err := rpc.Download(withToken(ctx, token), req)
+	r := newReceiver(st, missing, packed)
+	defer r.release()
+	// Packed content goes from gRPC's buffers to the stage (ContentCodec).
+	codec := &ContentCodec{Sink: r.packedContent}
+	stream, err := rpc.Download(withToken(ctx, token), req, codec.CallOption())
 	if err != nil {
 		return fmt.Errorf("download %s: %w", m.Version, err)
 	}
-	r := newReceiver(st, missing, packed)
-	defer r.release()
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if cerr := codec.Err(); cerr != nil {
+			return fmt.Errorf("download %s: %w", m.Version, cerr)
+		}
 		if err != nil {
 			return fmt.Errorf("download %s: %w", m.Version, err)
+		}
+		if codec.Consumed() {
+			continue
 		}
 		if err := r.add(chunk); err != nil {
 			return fmt.Errorf("download %s: %w", m.Version, err)
@@ -116,13 +124,7 @@ func (r *receiver) add(c *agentv1.DataChunk) error {
 		}
 		return r.data(p.Data)
 	case *agentv1.DataChunk_Content:
-		if r.header == nil {
-			return errors.New("data before header")
-		}
-		if !r.packed {
-			return errors.New("packed content in a per-file stream")
-		}
-		return r.content(p.Content)
+		return r.packedContent(p.Content)
 	default:
 		return errors.New("empty chunk")
 	}
@@ -150,6 +152,18 @@ func (r *receiver) data(d *agentv1.FileData) error {
 		return nil
 	}
 	return r.close()
+}
+
+// packedContent takes a content chunk, from add or straight from the
+// stream's codec (ContentCodec).
+func (r *receiver) packedContent(b []byte) error {
+	if r.header == nil {
+		return errors.New("data before header")
+	}
+	if !r.packed {
+		return errors.New("packed content in a per-file stream")
+	}
+	return r.content(b)
 }
 
 // content takes the next bytes of the concatenated files (a packed stream):

@@ -3,12 +3,15 @@ package agentchannel
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/agent/api/v1"
 	"github.com/gatehouse-dev/gatehouse/agent/client"
@@ -148,20 +151,54 @@ func TestCorruptedContentIsNackedThenRetriedCleanly(t *testing.T) {
 type corrupter struct{ next atomic.Int32 }
 
 func (c *corrupter) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if !strings.HasSuffix(method, "/Download") || c.next.Add(-1) < 0 {
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	// The agent takes packed content straight from gRPC's buffers, in its
+	// own codec (client.ContentCodec): flip the byte there.
+	flip := &flippingCodec{}
+	opts = slices.Clone(opts)
+	for i, o := range opts {
+		if fc, ok := o.(grpc.ForceCodecV2CallOption); ok {
+			flip.CodecV2 = fc.CodecV2
+			opts[i] = grpc.ForceCodecV2(flip)
+		}
+	}
 	cs, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil || !strings.HasSuffix(method, "/Download") || c.next.Add(-1) < 0 {
+	if err != nil {
 		return cs, err
 	}
-	return &flippingStream{ClientStream: cs}, nil
+	return &flippingStream{ClientStream: cs, codec: flip}, nil
+}
+
+// flippingCodec flips the last byte of the first message that can only
+// be content (a download's header is far smaller), before the agent's
+// codec sees it.
+type flippingCodec struct {
+	encoding.CodecV2
+	done bool
+}
+
+func (f *flippingCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if !f.done && data.Len() > 1024 {
+		last := data[len(data)-1].ReadOnlyData()
+		last[len(last)-1] ^= 0x20
+		f.done = true
+	}
+	return f.CodecV2.Unmarshal(data, v)
 }
 
 type flippingStream struct {
 	grpc.ClientStream
-	done bool
+	codec *flippingCodec // flips the content the agent's codec takes, if it has one
+	done  bool
 }
 
 func (f *flippingStream) RecvMsg(m any) error {
 	err := f.ClientStream.RecvMsg(m)
+	if f.codec.done {
+		f.done = true
+	}
 	if chunk, ok := m.(*agentv1.DataChunk); ok && err == nil && !f.done {
 		if d := chunk.GetData(); d != nil && len(d.GetContent()) > 0 {
 			d.Content[0] ^= 0x20

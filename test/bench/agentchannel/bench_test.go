@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -29,10 +30,17 @@ type fleetSpec struct {
 	changes int
 	// sustain, if set, publishes one change per second for that long.
 	sustain time.Duration
+	// light gives the lean agents small connections (lightDial), so that
+	// 10,000 of them fit beside the server.
+	light bool
 }
 
 func (s fleetSpec) name() string {
-	return fmt.Sprintf("snapshot=%s/agents=%d/real=%d", s.shape.name, s.agents, s.real)
+	n := fmt.Sprintf("snapshot=%s/agents=%d/real=%d", s.shape.name, s.agents, s.real)
+	if s.light {
+		n += "/light"
+	}
+	return n
 }
 
 // The measured configurations. At 100 KB every agent can be real; the runs
@@ -66,6 +74,9 @@ const (
 //
 //   - cold-ms: every agent started at once with an empty volume, the
 //     snapshot already published, until the server has every agent's ack;
+//   - floor-ms (10 MB only), just before: the same content over as many
+//     bare TLS connections from the same server process (floor_test.go),
+//     and cold/floor;
 //   - change-ms: publishing a one-file change until every agent acked it
 //     (median of the changes; change-max-ms the slowest), and the
 //     server's CPU, bytes written to the wire and file content sent for it;
@@ -107,6 +118,7 @@ type fleetResult struct {
 	cold          window
 	coldLat       []time.Duration // per agent, ack time since the start
 	coldBenchCPU  time.Duration   // this process (the agents) during the cold start
+	floor         *floorResult    // the same bytes over as many bare TLS connections, just before
 	synced        childStats      // a second after the cold start
 	changes       []changeResult
 	afterChanges  childStats
@@ -198,9 +210,26 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 		}
 		return func() { _, _ = p.do("profile-stop"); _, _ = p.do("heapwatch-stop") }
 	}
+	// selfProfile profiles this process (the agents, or the floor's
+	// clients) in a phase, beside the server's profile.
+	selfProfile := func(phase string) func() {
+		if *profileDir == "" || spec.agents < 1000 {
+			return func() {}
+		}
+		pf, err := os.Create(filepath.Join(*profileDir, fmt.Sprintf("agents-%s-agents%d-real%d-%s.pprof", spec.shape.name, spec.agents, spec.real, phase)))
+		if err != nil {
+			return func() {}
+		}
+		if pprof.StartCPUProfile(pf) != nil { // -test.cpuprofile is on
+			pf.Close()
+			return func() {}
+		}
+		return func() { pprof.StopCPUProfile(); pf.Close() }
+	}
 
 	// Cold start.
 	f := newFleet(p.addr, pki.CAFile, dir, spec.agents, spec.real)
+	f.light = spec.light
 	defer func() {
 		f.stop()
 		r.problems, r.firstProblems = f.problems.summary()
@@ -208,7 +237,19 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	if err := f.prepare(); err != nil {
 		return nil, err
 	}
+	// The floor, in the same server process, just before the cold start
+	// (at 10 MB, where the cold start is the bytes).
+	if spec.shape.name == shapeLarge.name {
+		stopFloor, stopSelf := profile("floor"), selfProfile("floor")
+		r.floor, err = runFloor(p, pki.CAFile, spec.agents)
+		stopSelf()
+		stopFloor()
+		if err != nil {
+			return nil, err
+		}
+	}
 	stopProfile := profile("cold")
+	stopSelf := selfProfile("cold")
 	mark, err := p.do("mark %d %d", spec.agents, int(coldTimeout/time.Second))
 	if err != nil {
 		return nil, err
@@ -216,6 +257,7 @@ func runFleet(b *testing.B, spec fleetSpec) (_ *fleetResult, err error) {
 	cpu0 := testkit.RusageCPU(syscall.RUSAGE_SELF)
 	f.launch()
 	w, err := p.do("wait")
+	stopSelf()
 	stopProfile()
 	if err != nil {
 		return nil, err
@@ -371,6 +413,15 @@ func tmpfsDir(b *testing.B) (string, error) {
 func (r *fleetResult) report(b *testing.B) {
 	b.ReportMetric(ms(r.cold.Elapsed), "cold-ms")
 	b.ReportMetric(cpuOver(r.cold).Seconds(), "cold-ctrl-cpu-s")
+	b.ReportMetric(r.coldBenchCPU.Seconds(), "cold-agents-cpu-s")
+	b.ReportMetric(r.cold.End.Ctr.HandshakeFailures-r.cold.Start.Ctr.HandshakeFailures, "cold-handshake-failures")
+	b.ReportMetric(float64(r.cold.End.Ctr.Conns-r.cold.Start.Ctr.Conns), "cold-conns")
+	if fl := r.floor; fl != nil {
+		b.ReportMetric(ms(fl.elapsed), "floor-ms")
+		b.ReportMetric(r.cold.Elapsed.Seconds()/fl.elapsed.Seconds(), "cold/floor")
+		b.ReportMetric(fl.server.Seconds(), "floor-ctrl-cpu-s")
+		b.ReportMetric(fl.clients.Seconds(), "floor-clients-cpu-s")
+	}
 	if len(r.changes) > 0 {
 		b.ReportMetric(ms(median(r.changeDurations())), "change-ms")
 		b.ReportMetric(ms(slices.Max(r.changeDurations())), "change-max-ms")
@@ -518,6 +569,12 @@ func fleetTable(names []string) string {
 			name, dur(quantile(r.coldLat, 0.5)), dur(quantile(r.coldLat, 0.99)),
 			byteSize(r.cold.End.Ctr.WireOut-r.cold.Start.Ctr.WireOut), byteSize(int64(r.cold.End.Ctr.ContentBytes-r.cold.Start.Ctr.ContentBytes)),
 			r.coldBenchCPU.Seconds())
+		fmt.Fprintf(&b, "; %d connections accepted in it, %.0f closed in their handshake",
+			r.cold.End.Ctr.Conns-r.cold.Start.Ctr.Conns, r.cold.End.Ctr.HandshakeFailures-r.cold.Start.Ctr.HandshakeFailures)
+		if fl := r.floor; fl != nil {
+			fmt.Fprintf(&b, "; the floor (the same bytes over %d bare TLS connections, same server process) %s, server %.2f s CPU, clients %.2f s CPU, %s read; cold start / floor %.2f×",
+				r.spec.agents, dur(fl.elapsed), fl.server.Seconds(), fl.clients.Seconds(), byteSize(fl.bytes), r.cold.Elapsed.Seconds()/fl.elapsed.Seconds())
+		}
 		if s := r.sustained; s != nil {
 			fmt.Fprintf(&b, "; sustained 1 change/s: %d published, %d acked by every agent, server %.2f cores, %s/s on the wire, per-agent ack p50 %s p99 %s, last change served everywhere %s after publishing (caught up: %v), RSS %.0f MB, peak %.0f MB",
 				s.published, s.allAcked, s.cores, byteSize(int64(s.wireOutPerS)), dur(quantile(s.lat, 0.5)), dur(quantile(s.lat, 0.99)),

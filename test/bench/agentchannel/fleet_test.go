@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,7 @@ import (
 type fleet struct {
 	addr, caFile, dir string
 	n, nReal          int
+	light             bool // lean agents dial with lightDial
 	acks              *ackRecorder
 	problems          *problemLog
 	sets              *versionSets
@@ -76,14 +78,22 @@ func (f *fleet) prepare() error {
 			continue
 		}
 		la := &leanAgent{idx: i, f: f}
-		conn, err := grpc.NewClient(f.addr,
+		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 			// Fixed flow-control windows instead of gRPC's dynamic ones
 			// (up to 16 MB a stream): a thousand lean agents share this
 			// process's CPU, fall behind reading, and with dynamic windows
 			// buffered a whole 10 MB download each, 10 GB in all.
-			grpc.WithStaticStreamWindowSize(1<<20), grpc.WithStaticConnWindowSize(2<<20))
+			grpc.WithStaticStreamWindowSize(1 << 20), grpc.WithStaticConnWindowSize(2 << 20),
+			// As agent/client: no read buffer on top of TLS's.
+			grpc.WithReadBufferSize(0),
+		}
+		opts = append(opts, agentDialer(i))
+		if f.light {
+			opts = append(opts, lightDial...)
+		}
+		conn, err := grpc.NewClient(f.addr, opts...)
 		if err != nil {
 			return err
 		}
@@ -96,11 +106,58 @@ func (f *fleet) prepare() error {
 	return nil
 }
 
+// agentIP is agent i's own source address on the loopback network
+// (127.1.0.0 onwards). In a cluster every agent connects from its Pod's
+// IP, and the server limits how many handshakes one address may have at
+// once (Options.MaxHandshakesPerAddress, 16): with the whole fleet on
+// 127.0.0.1 the server closed every connection past the sixteenth and the
+// agents retried with backoff, which made most of a cold start. Own
+// addresses also give each agent its own ephemeral ports.
+func agentIP(i int) net.IP { return net.IPv4(127, byte(1+i>>16), byte(i>>8), byte(i)) }
+
+// agentDialer dials from agentIP(i).
+func agentDialer(i int) grpc.DialOption {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: agentIP(i)}}
+	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", addr)
+	})
+}
+
+// lightDial makes a lean agent's connection small, for the fleets of up to
+// 10,000 (BenchmarkAgentServerScale): 64 KiB flow-control windows (a 100 KB
+// snapshot's download takes two window updates) and a 4 KiB write buffer
+// instead of 32 KiB. Only this process's memory changes: the server
+// sees the same messages, and gRPC's window updates are HTTP/2 frames it
+// handles anyway.
+var lightDial = []grpc.DialOption{
+	grpc.WithStaticStreamWindowSize(64 << 10), grpc.WithStaticConnWindowSize(64 << 10),
+	grpc.WithWriteBufferSize(4 << 10),
+}
+
 // launch starts every agent at once (a cold start: empty volumes); they
 // run until stop.
 func (f *fleet) launch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
+	if f.light {
+		// The scale fleets start 500 agents a second: all 10,000 at once
+		// overran this machine's two cores with TLS handshakes, the server
+		// closed those past its 5 s handshake timeout, and the retries
+		// made a storm that measured the machine, not the agent server.
+		f.wg.Go(func() {
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for _, s := range f.starters {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				f.wg.Go(func() { s(ctx) })
+			}
+		})
+		return
+	}
 	for _, s := range f.starters {
 		f.wg.Go(func() { s(ctx) })
 	}
@@ -123,7 +180,7 @@ func (f *fleet) realAgent(i int) (func(context.Context), error) {
 		Pod:     &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", i), Namespace: "gatehouse-system"},
 		Version: "bench", Writer: w,
 		InitialBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(f.acks.interceptor)},
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(f.acks.interceptor), agentDialer(i)},
 		Logger:      log,
 	})
 	if err != nil {
@@ -269,6 +326,9 @@ type versionSet struct {
 	once   sync.Once
 	files  []*agentv1.FileMeta // sorted by path, as announced
 	hashes map[string]struct{}
+	// distinct is the index of each content's first file: what an agent
+	// holding nothing downloads.
+	distinct []int
 }
 
 type versionSets struct {
@@ -294,7 +354,10 @@ func (vs *versionSets) get(version string, files func() []*agentv1.FileMeta) *ve
 	s.once.Do(func() {
 		s.files = files()
 		s.hashes = make(map[string]struct{}, len(s.files))
-		for _, f := range s.files {
+		for i, f := range s.files {
+			if _, dup := s.hashes[f.GetSha256()]; !dup {
+				s.distinct = append(s.distinct, i)
+			}
 			s.hashes[f.GetSha256()] = struct{}{}
 		}
 	})
@@ -489,6 +552,10 @@ func (a *leanAgent) versionSet(c *agentv1.ConfigAvailable) *versionSet {
 // delta, or else among all files.
 func (a *leanAgent) plan(set *versionSet, changed []*agentv1.FileMeta) []int {
 	have := a.have.Load()
+	if have == nil && changed == nil {
+		// Nothing held: every distinct content, worked out once per version.
+		return slices.Clone(set.distinct)
+	}
 	seen := make(map[string]struct{}, 16)
 	var want []int
 	consider := func(i int, f *agentv1.FileMeta) {
@@ -528,10 +595,6 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 	for _, i := range want {
 		bits.Set(i)
 	}
-	stream, err := rpc.Download(ctx, &agentv1.DownloadRequest{Version: version, Files: bits})
-	if err != nil {
-		return err
-	}
 	total := sha256.New()
 	var header *agentv1.DownloadHeader
 	next := 0
@@ -556,30 +619,8 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 		}
 		return nil
 	}
-	for {
-		c, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if h := c.GetHeader(); h != nil {
-			var size uint64
-			for _, i := range want {
-				size += files[i].GetSize()
-			}
-			if header != nil || int(h.GetFileCount()) != len(want) || h.GetTotalBytes() != size {
-				return fmt.Errorf("bad download header %v", h)
-			}
-			header = h
-			if err := skipEmpty(); err != nil {
-				return err
-			}
-			continue
-		}
-		b := c.GetContent()
-		if header == nil || b == nil {
+	consume := func(b []byte) error {
+		if header == nil {
 			return errors.New("download stream out of order")
 		}
 		for len(b) > 0 {
@@ -598,6 +639,53 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 					return err
 				}
 			}
+		}
+		return nil
+	}
+	// As agent/client: packed content is hashed straight from gRPC's
+	// receive buffers.
+	codec := &client.ContentCodec{Sink: consume}
+	if *protoDecode {
+		codec.Sink = nil // every message decoded as protobuf, as before issue 27
+	}
+	stream, err := rpc.Download(ctx, &agentv1.DownloadRequest{Version: version, Files: bits}, codec.CallOption())
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if cerr := codec.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
+		}
+		if codec.Consumed() {
+			continue
+		}
+		if h := c.GetHeader(); h != nil {
+			var size uint64
+			for _, i := range want {
+				size += files[i].GetSize()
+			}
+			if header != nil || int(h.GetFileCount()) != len(want) || h.GetTotalBytes() != size {
+				return fmt.Errorf("bad download header %v", h)
+			}
+			header = h
+			if err := skipEmpty(); err != nil {
+				return err
+			}
+			continue
+		}
+		b := c.GetContent()
+		if b == nil {
+			return errors.New("download stream out of order")
+		}
+		if err := consume(b); err != nil {
+			return err
 		}
 	}
 	if header == nil || next != len(want) || hex.EncodeToString(total.Sum(nil)) != header.GetChecksum() {

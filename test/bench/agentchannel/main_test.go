@@ -13,6 +13,9 @@ import (
 var profileDir = flag.String("agentbench.cpuprofile", "",
 	"directory for CPU profiles of the agent server process, one per measured phase of the agents=1000 runs")
 
+var protoDecode = flag.Bool("agentbench.proto-decode", false,
+	"lean agents decode packed content as protobuf messages instead of taking it from gRPC's buffers (client.ContentCodec), as before issue 27")
+
 func TestMain(m *testing.M) {
 	raiseFileLimit()
 	if os.Getenv(envRole) == roleServer {
@@ -41,4 +44,18 @@ func raiseFileLimit() {
 			fmt.Fprintln(os.Stderr, "agentchannel bench: cannot raise the open-file limit:", err)
 		}
 	}
+}
+
+// checkFileLimit fails if this process may not open n files: one
+// connection per agent, on each side (the server is a child with the same
+// limit).
+func checkFileLimit(n int) error {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return err
+	}
+	if l.Cur < uint64(n) {
+		return fmt.Errorf("the open-file limit is %d; %d agents need %d (raise the hard limit: ulimit -Hn)", l.Cur, n-100, n)
+	}
+	return nil
 }

@@ -59,6 +59,9 @@ type counters struct {
 	WireOut       int64   `json:"wireOut"` // bytes written to agent sockets: TLS records, HTTP/2, gRPC
 	WireIn        int64   `json:"wireIn"`
 	Conns         int64   `json:"conns"` // connections accepted, ever
+	// HandshakeFailures are connections the server closed in their TLS
+	// handshake or HTTP/2 preface, or refused for their address.
+	HandshakeFailures float64 `json:"handshakeFailures"`
 	// PrepareCPU is thread CPU spent building snapshots on command; it is
 	// the benchmark's doing, not the agent channel's, and is subtracted.
 	PrepareCPU time.Duration `json:"prepareCPU"`
@@ -136,6 +139,8 @@ type child struct {
 //	heap <file>                         write the in-use heap profile
 //	profile <file> | profile-stop       CPU profile
 //	heapwatch <file> | heapwatch-stop   heap profile at the highest RSS seen (sampled every 250 ms)
+//	floor-start | floor-stop            the cold start's floor (floor_test.go): version 0's
+//	                                    content to every TLS connection on a second listener
 //
 // It exits when stdin closes.
 func serverMain() int {
@@ -188,6 +193,7 @@ func serverMain() int {
 	in := bufio.NewScanner(os.Stdin)
 	var profile *os.File
 	var stopHeap func()
+	var floor *floorServer
 	for in.Scan() {
 		f := strings.Fields(in.Text())
 		if len(f) == 0 {
@@ -228,6 +234,25 @@ func serverMain() int {
 			send(reply{Window: w})
 		case "sync":
 			send(reply{Window: c.sync(time.Duration(arg(1)) * time.Second)})
+		case "floor-start":
+			if c.files == nil || floor != nil {
+				send(reply{Error: "floor-start: no shape, or a floor running"})
+				continue
+			}
+			payload := c.floorPayload()
+			floor, err = startFloor(dir, payload)
+			if err != nil {
+				send(reply{Error: err.Error()})
+				continue
+			}
+			send(reply{Addr: floor.ln.Addr().String(), Prepared: &prepared{Bytes: uint64(len(payload))}})
+		case "floor-stop":
+			var st childStats
+			if floor != nil {
+				st.Ctr.Nacks = float64(floor.stop())
+				floor = nil
+			}
+			send(reply{Stats: &st})
 		case "heap":
 			pf, err := os.Create(arg0(f))
 			if err == nil {
@@ -468,15 +493,16 @@ func (c *child) stats() childStats {
 	st := childStats{At: time.Now().UnixNano()}
 	st.Proc, _ = selfStats()
 	st.Ctr = counters{
-		Acks:          c.reg.value(metricAcks),
-		Nacks:         c.reg.value("gatehouse_agentserver_nacks_total"),
-		Announcements: c.reg.value("gatehouse_agentserver_announcements_total"),
-		ContentBytes:  c.reg.value("gatehouse_agentserver_download_bytes_total"),
-		Downloads:     c.reg.value("gatehouse_agentserver_downloads_total"),
-		WireOut:       c.lis.out.Load(),
-		WireIn:        c.lis.in.Load(),
-		Conns:         c.lis.conns.Load(),
-		PrepareCPU:    time.Duration(c.prepCPU.Load()),
+		Acks:              c.reg.value(metricAcks),
+		Nacks:             c.reg.value("gatehouse_agentserver_nacks_total"),
+		Announcements:     c.reg.value("gatehouse_agentserver_announcements_total"),
+		ContentBytes:      c.reg.value("gatehouse_agentserver_download_bytes_total"),
+		Downloads:         c.reg.value("gatehouse_agentserver_downloads_total"),
+		WireOut:           c.lis.out.Load(),
+		WireIn:            c.lis.in.Load(),
+		Conns:             c.lis.conns.Load(),
+		HandshakeFailures: c.reg.value("gatehouse_agentserver_handshake_failures_total"),
+		PrepareCPU:        time.Duration(c.prepCPU.Load()),
 	}
 	return st
 }
