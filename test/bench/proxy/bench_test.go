@@ -404,19 +404,21 @@ func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string, d 
 // through gatehouse and compares its goroutines and open files before and
 // after, once the clients' connections have closed.
 //
-// The proxy keeps a pool of connections to the backend, each one socket and
-// two goroutines (the transport's read and write loops), as large as the
-// most requests it had at the backend at once within the idle timeout
-// (60 s), less those in flight when wrk ended a run (their connections are
-// closed). That size depends on scheduling: on a busy machine a 3-second
-// warm-up left 42 or 51 of the 64 connections wrk keeps busy, and the pool's
-// filling during the soak read as growth (goroutines 96 → 140, open files
-// 55 → 77: 22 connections). So the warm-up opens the whole pool (warmUp),
-// and growth is judged outside the pool, whose size the backend counts:
-// goroutines less two per backend connection, open files less one, so
-// connections the load's shape opened or closed count neither way. The pool
-// is judged on its own: past the concurrency (and a little slack) it leaks
-// connections.
+// The proxy keeps a pool of connections to the backend, each one socket,
+// as large as the most requests it had at the backend at once within the
+// idle timeout (60 s), less those in flight when wrk ended a run (their
+// connections are closed). The soak's GETs go through the proxy's own
+// connection pool (proxy/conns.go), which runs no goroutine per connection;
+// with net/http's Transport each connection had two (its read and write
+// loops), and goroutinesOutsidePool took them off. The pool's size depends
+// on scheduling: on a busy machine a 3-second warm-up left 42 or 51 of the
+// 64 connections wrk keeps busy, and the pool's filling during the soak read
+// as growth (goroutines 96 → 140, open files 55 → 77: 22 connections). So
+// the warm-up opens the whole pool (warmUp), and growth is judged outside
+// the pool, whose size the backend counts: open files less one per backend
+// connection (goroutines less none), so connections the load's shape opened
+// or closed count neither way. The pool is judged on its own: past the
+// concurrency (and a little slack) it leaks connections.
 func BenchmarkProxySoak(b *testing.B) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		b.Skip("wrk is not installed (apt-get install -y wrk)")
@@ -527,9 +529,15 @@ func measureSoak(b *testing.B, g *gatehouseProc, be *backend) soakState {
 	return soakState{goroutines: goroutines, fds: fds, pool: be.open.Load()}
 }
 
-// goroutinesOutsidePool: each pooled HTTP/1.1 connection has a read and a
-// write loop.
-func (s soakState) goroutinesOutsidePool() float64 { return s.goroutines - 2*float64(s.pool) }
+// goroutinesPerConn is what each pooled backend connection runs: nothing,
+// since the proxy's own pool serves the soak's GETs (net/http's Transport
+// ran a read and a write loop for each).
+const goroutinesPerConn = 0
+
+// goroutinesOutsidePool are the goroutines less those of the backend pool.
+func (s soakState) goroutinesOutsidePool() float64 {
+	return s.goroutines - goroutinesPerConn*float64(s.pool)
+}
 
 func (s soakState) fdsOutsidePool() float64 { return s.fds - float64(s.pool) }
 
