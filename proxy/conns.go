@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -113,17 +114,25 @@ func validHeader(h http.Header) error {
 
 // get takes the most recently used idle connection to host, or dials one.
 func (p *connPool) get(ctx context.Context, host string) (*poolConn, error) {
-	p.mu.Lock()
-	if list := p.idle[host]; len(list) > 0 {
+	for {
+		p.mu.Lock()
+		list := p.idle[host]
+		if len(list) == 0 {
+			p.mu.Unlock()
+			break
+		}
 		pc := list[len(list)-1]
 		list[len(list)-1] = nil
 		p.idle[host] = list[:len(list)-1]
 		p.mu.Unlock()
 		pc.idleTimer.Stop()
+		if !pc.quiet() {
+			pc.close()
+			continue
+		}
 		pc.reused = true
 		return pc, nil
 	}
-	p.mu.Unlock()
 	c, err := p.dial(ctx, "tcp", dialAddr(host))
 	if err != nil {
 		return nil, err
@@ -152,8 +161,14 @@ func trimBrackets(h string) string {
 }
 
 // put keeps pc for the next request to its host, or closes it when the
-// host has as many idle connections as the pool keeps.
+// host has as many idle connections as the pool keeps, or when the backend
+// sent more than the answer (what follows would be taken for the next
+// request's answer).
 func (p *connPool) put(pc *poolConn) {
+	if pc.br.Buffered() > 0 {
+		pc.close()
+		return
+	}
 	p.mu.Lock()
 	list := p.idle[pc.host]
 	if len(list) >= p.maxIdle {
@@ -225,6 +240,31 @@ type poolConn struct {
 	// use; it is closed, never reused.
 	aborted   atomic.Bool
 	idleTimer *time.Timer
+}
+
+// quiet reports whether the backend sent nothing on the idle connection
+// since its last answer: neither bytes, which would be taken for the next
+// request's answer, nor the end of the connection. net/http's Transport
+// learns both from the read loop it keeps on every idle connection; here
+// one non-blocking peek at the socket asks.
+func (pc *poolConn) quiet() bool {
+	sc, ok := pc.c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [1]byte
+	quiet := false
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		_ = n
+		quiet = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return true // done: never wait for the socket to become readable
+	})
+	return err == nil && quiet
 }
 
 // aLongTimeAgo is a deadline in the past: it interrupts a blocked read or

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -334,5 +335,67 @@ func TestConnPoolRefusesInvalidHeaders(t *testing.T) {
 	}
 	if err := validHeader(http.Header{"X-Ok": {"v 1"}}); err != nil {
 		t.Errorf("a valid header: %v", err)
+	}
+}
+
+// TestConnPoolNeverTakesAStrayAnswer: bytes a backend sends after an
+// answer, with it or later while the connection is idle, are never read as
+// the next request's answer: the connection is closed and the next request
+// goes on a new one. So is a kept-alive connection the backend closed.
+func TestConnPoolNeverTakesAStrayAnswer(t *testing.T) {
+	const stray = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
+	for _, c := range []struct {
+		name string
+		// after is what the backend does once the first answer was read.
+		withAnswer, later string
+		closeIdle         bool
+	}{
+		{name: "with the answer", withAnswer: stray},
+		{name: "while idle", later: stray},
+		{name: "closed while idle", closeIdle: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			read, sent := make(chan struct{}), make(chan struct{})
+			var later atomic.Bool // a connection after the first
+			rb := newRawBackend(t, func(conn net.Conn, br *bufio.Reader) {
+				if later.Swap(true) {
+					answerEach("fresh")(conn, br)
+					return
+				}
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"+c.withAnswer)
+				<-read
+				if c.later != "" {
+					_, _ = io.WriteString(conn, c.later)
+				}
+				if c.closeIdle {
+					_ = conn.(*net.TCPConn).CloseWrite()
+				}
+				close(sent)
+			})
+			p := testPool(time.Minute)
+			defer p.closeIdle()
+			resp, err := get(t, p, context.Background(), rb.url()+"/1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); got != "first" {
+				t.Fatalf("first answer %q", got)
+			}
+			close(read)
+			<-sent
+			resp, err = get(t, p, context.Background(), rb.url()+"/2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); got != "fresh" {
+				t.Fatalf("the second request got %q, want an answer of its own", got)
+			}
+			if n := len(rb.accepted); n != 2 {
+				t.Fatalf("%d connections, want 2", n)
+			}
+		})
 	}
 }
