@@ -142,6 +142,13 @@ func (p *connPool) get(ctx context.Context, host string) (*poolConn, error) {
 	pc.bw = bufio.NewWriterSize(c, 4<<10)
 	pc.idleTimer = time.AfterFunc(time.Hour, pc.expire)
 	pc.idleTimer.Stop()
+	if sc, ok := c.(syscall.Conn); ok {
+		if pc.raw, err = sc.SyscallConn(); err != nil {
+			pc.close()
+			return nil, err
+		}
+		pc.peek = pc.peekSocket
+	}
 	return pc, nil
 }
 
@@ -240,6 +247,12 @@ type poolConn struct {
 	// use; it is closed, never reused.
 	aborted   atomic.Bool
 	idleTimer *time.Timer
+	// raw is the socket, for quiet's peek (peekSocket, as a method value
+	// made once); nil when the connection has none.
+	raw     syscall.RawConn
+	peek    func(fd uintptr) bool
+	peeked  bool
+	peekBuf [1]byte
 }
 
 // quiet reports whether the backend sent nothing on the idle connection
@@ -248,23 +261,20 @@ type poolConn struct {
 // learns both from the read loop it keeps on every idle connection; here
 // one non-blocking peek at the socket asks.
 func (pc *poolConn) quiet() bool {
-	sc, ok := pc.c.(syscall.Conn)
-	if !ok {
+	if pc.raw == nil {
 		return true
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var buf [1]byte
-	quiet := false
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		_ = n
-		quiet = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
-		return true // done: never wait for the socket to become readable
-	})
-	return err == nil && quiet
+	pc.peeked = false
+	return pc.raw.Read(pc.peek) == nil && pc.peeked
+}
+
+// peekSocket is quiet's look at the socket, made once per connection (a
+// method value allocates): it sets peeked when nothing is waiting to be
+// read, and never waits.
+func (pc *poolConn) peekSocket(fd uintptr) bool {
+	_, _, err := syscall.Recvfrom(int(fd), pc.peekBuf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	pc.peeked = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+	return true
 }
 
 // aLongTimeAgo is a deadline in the past: it interrupts a blocked read or
