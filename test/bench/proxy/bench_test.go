@@ -168,8 +168,8 @@ func runLoad(b *testing.B) {
 	ratios := sameRunRatios(targets, results, pacedP99)
 	fmt.Fprintf(&s, "gatehouse ÷ the same run's baselines (min / median / max, each of gatehouse's over the baseline's):\n")
 	for _, r := range ratios {
-		fmt.Fprintf(&s, "  %s CPU per request %s ×, added p99 at half of peak %s ×\n", pad(r.name, 38),
-			fmtStats(r.cpu[:], "%.2f"), fmtStats(r.added[:], "%.2f"))
+		fmt.Fprintf(&s, "  %s CPU per request %.2f / %.2f / %.2f ×, added p99 at half of peak %.2f / %.2f / %.2f ×\n", pad(r.name, 38),
+			r.cpu[0], r.cpu[1], r.cpu[2], r.added[0], r.added[1], r.added[2])
 	}
 	fmt.Print(s.String())
 	for _, r := range ratios {
