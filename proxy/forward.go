@@ -185,8 +185,8 @@ func (x *exchange) releaseHeader() {
 // refuses the connection is ejected for a while, and a request without a
 // body (nothing of it was sent) is tried on the service's next URL.
 func (x *exchange) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-	rt := x.svc.transport.rt
-	resp, err := rt.RoundTrip(req)
+	rt := x.svc.transport
+	resp, err := rt.roundTrip(req)
 	for tries := 1; err != nil && isDialError(err); tries++ {
 		if x.up.fail(time.Now()) {
 			x.p.m.ejections.WithLabelValues(x.ext.name).Inc()
@@ -202,7 +202,7 @@ func (x *exchange) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Resp
 		x.up = next
 		retry := req.Clone(req.Context())
 		retry.URL = x.backendURL(next, req.URL.RawQuery)
-		resp, err = rt.RoundTrip(retry)
+		resp, err = rt.roundTrip(retry)
 	}
 	x.err = err
 	return resp, err

@@ -76,7 +76,7 @@ func checkPath(rest string) string {
 	if rest == "" {
 		return ""
 	}
-	for _, seg := range strings.Split(rest[1:], "/") {
+	for seg := range strings.SplitSeq(rest[1:], "/") {
 		d := seg
 		for i := 0; ; i++ {
 			if strings.ContainsAny(d, `\;`) || d == "." || d == ".." || hasControl(d) {

@@ -186,7 +186,7 @@ func (b *builder) extension(e snapshot.Extension, secrets map[string][]byte, p *
 		if err != nil {
 			for _, t := range fresh {
 				delete(p.transports, t.key)
-				t.rt.CloseIdleConnections()
+				t.closeIdle()
 			}
 			return nil, fmt.Errorf("backend.services[%d]: %w", i, err)
 		}
@@ -277,7 +277,7 @@ func (b *builder) commit(p *pending) {
 // abort undoes a build whose snapshot was refused.
 func (b *builder) abort(p *pending) {
 	for _, t := range p.fresh {
-		t.rt.CloseIdleConnections()
+		t.closeIdle()
 	}
 }
 

@@ -39,8 +39,11 @@ type transportKey struct {
 // closed at once, and those of requests still in flight as they finish, so
 // requests that started on it are never cut.
 type backendTransport struct {
-	key      transportKey
-	rt       *http.Transport
+	key transportKey
+	rt  *http.Transport
+	// conns sends the requests without a body to plain-HTTP URLs
+	// (conns.go); rt the others.
+	conns    *connPool
 	inFlight atomic.Int64
 	retired  atomic.Bool
 }
@@ -62,7 +65,7 @@ func newTransportKey(b snapshot.Backend, headerTimeout time.Duration, tlsDigest 
 
 func newBackendTransport(k transportKey, tlsConfig *tls.Config) *backendTransport {
 	d := &net.Dialer{Timeout: k.connectTimeout, KeepAlive: k.keepAlive}
-	return &backendTransport{key: k, rt: &http.Transport{
+	t := &backendTransport{key: k, rt: &http.Transport{
 		// Never an environment proxy: backends are reached directly.
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
@@ -77,6 +80,23 @@ func newBackendTransport(k transportKey, tlsConfig *tls.Config) *backendTranspor
 		// Responses pass through as the backend encoded them.
 		DisableCompression: true,
 	}}
+	t.conns = newConnPool(d.DialContext, k)
+	return t
+}
+
+// roundTrip sends req on the connection pool when it takes the request,
+// on the Transport otherwise.
+func (t *backendTransport) roundTrip(req *http.Request) (*http.Response, error) {
+	if t.conns.takes(req) {
+		return t.conns.roundTrip(req)
+	}
+	return t.rt.RoundTrip(req)
+}
+
+// closeIdle closes the idle connections of both.
+func (t *backendTransport) closeIdle() {
+	t.rt.CloseIdleConnections()
+	t.conns.closeIdle()
 }
 
 // acquire marks a request in flight on t; release ends it.
@@ -84,7 +104,7 @@ func (t *backendTransport) acquire() { t.inFlight.Add(1) }
 
 func (t *backendTransport) release() {
 	if t.inFlight.Add(-1) == 0 && t.retired.Load() {
-		t.rt.CloseIdleConnections()
+		t.closeIdle()
 	}
 }
 
@@ -92,5 +112,5 @@ func (t *backendTransport) release() {
 // end.
 func (t *backendTransport) retire() {
 	t.retired.Store(true)
-	t.rt.CloseIdleConnections()
+	t.closeIdle()
 }

@@ -165,7 +165,19 @@ func runLoad(b *testing.B) {
 	for i := range swapP99Ratio {
 		fmt.Fprintf(&s, "  round %d with swaps: p99 %.2f times, %.0f requests/s (without: %.0f)\n", i+1, swapP99Ratio[i], swapRPS[i], quietRPS[i])
 	}
+	ratios := sameRunRatios(targets, results, pacedP99)
+	fmt.Fprintf(&s, "gatehouse ÷ the same run's baselines (min / median / max, each of gatehouse's over the baseline's):\n")
+	for _, r := range ratios {
+		fmt.Fprintf(&s, "  %s CPU per request %.2f / %.2f / %.2f ×, added p99 at half of peak %.2f / %.2f / %.2f ×\n", pad(r.name, 38),
+			r.cpu[0], r.cpu[1], r.cpu[2], r.added[0], r.added[1], r.added[2])
+	}
 	fmt.Print(s.String())
+	for _, r := range ratios {
+		// The worst of min, median and max: a target holds only if all three do.
+		b.ReportMetric(slices.Max(r.cpu[:]), r.prefix+"cpu-ratio-worst")
+		b.ReportMetric(slices.Max(r.added[:]), r.prefix+"added-p99-ratio-worst")
+		b.ReportMetric(r.cpu[1], r.prefix+"cpu-ratio-median")
+	}
 
 	_, cpu, _ := stats(gh0.cpuPerReq)
 	b.ReportMetric(cpu, "gatehouse-cpu-us/req")
@@ -174,13 +186,7 @@ func runLoad(b *testing.B) {
 	// The baselines of the same rounds, for make bench's summary: the tuned
 	// Go reverse proxy (targets[1]) and nginx when it ran.
 	for i, t := range targets[1 : len(targets)-1] {
-		prefix := "bare-"
-		switch {
-		case strings.HasPrefix(t.name, "nginx"):
-			prefix = "nginx-"
-		case t.name == baselineName(*baselineRev):
-			prefix = "baseline-"
-		}
+		prefix := metricPrefix(t.name)
 		_, baseCPU, _ := stats(results[i+1].cpuPerReq)
 		_, baseAdded, _ := stats(pacedP99[i+1])
 		b.ReportMetric(baseCPU, prefix+"cpu-us/req")
@@ -191,6 +197,45 @@ func runLoad(b *testing.B) {
 	// The worst round, not the median: the target holds only if every round meets it.
 	b.ReportMetric(slices.Max(swapP99Ratio), "swap-p99-ratio-max")
 	b.ReportMetric(0, "ns/op")
+}
+
+// metricPrefix names a baseline in the reported metrics: the tuned Go
+// reverse proxy, nginx, or Gatehouse at -proxybench.baseline-rev.
+func metricPrefix(name string) string {
+	switch {
+	case strings.HasPrefix(name, "nginx"):
+		return "nginx-"
+	case name == baselineName(*baselineRev):
+		return "baseline-"
+	}
+	return "bare-"
+}
+
+// ratio is Gatehouse's figures over one baseline's of the same run: min
+// over min, median over median, max over max.
+type ratio struct {
+	name, prefix string
+	cpu, added   [3]float64
+}
+
+// sameRunRatios are Gatehouse's (the last target) CPU per request and
+// added p99 at half of peak over each proxy baseline's of the same rounds.
+func sameRunRatios(targets []target, results []figures, pacedP99 [][]float64) []ratio {
+	g := len(targets) - 1
+	var out []ratio
+	for i := 1; i < g; i++ {
+		r := ratio{name: targets[i].name, prefix: metricPrefix(targets[i].name)}
+		r.cpu = divStats(results[g].cpuPerReq, results[i].cpuPerReq)
+		r.added = divStats(pacedP99[g], pacedP99[i])
+		out = append(out, r)
+	}
+	return out
+}
+
+func divStats(a, b []float64) [3]float64 {
+	alo, amed, ahi := stats(a)
+	blo, bmed, bhi := stats(b)
+	return [3]float64{alo / blo, amed / bmed, ahi / bhi}
 }
 
 // startBare starts the tuned bare Go proxy in front of backendURL, with env
@@ -404,19 +449,21 @@ func swapUnderLoad(b *testing.B, g *gatehouseProc, backendURL, script string, d 
 // through gatehouse and compares its goroutines and open files before and
 // after, once the clients' connections have closed.
 //
-// The proxy keeps a pool of connections to the backend, each one socket and
-// two goroutines (the transport's read and write loops), as large as the
-// most requests it had at the backend at once within the idle timeout
-// (60 s), less those in flight when wrk ended a run (their connections are
-// closed). That size depends on scheduling: on a busy machine a 3-second
-// warm-up left 42 or 51 of the 64 connections wrk keeps busy, and the pool's
-// filling during the soak read as growth (goroutines 96 → 140, open files
-// 55 → 77: 22 connections). So the warm-up opens the whole pool (warmUp),
-// and growth is judged outside the pool, whose size the backend counts:
-// goroutines less two per backend connection, open files less one, so
-// connections the load's shape opened or closed count neither way. The pool
-// is judged on its own: past the concurrency (and a little slack) it leaks
-// connections.
+// The proxy keeps a pool of connections to the backend, each one socket,
+// as large as the most requests it had at the backend at once within the
+// idle timeout (60 s), less those in flight when wrk ended a run (their
+// connections are closed). The soak's GETs go through the proxy's own
+// connection pool (proxy/conns.go), which runs no goroutine per connection;
+// with net/http's Transport each connection had two (its read and write
+// loops), and goroutinesOutsidePool took them off. The pool's size depends
+// on scheduling: on a busy machine a 3-second warm-up left 42 or 51 of the
+// 64 connections wrk keeps busy, and the pool's filling during the soak read
+// as growth (goroutines 96 → 140, open files 55 → 77: 22 connections). So
+// the warm-up opens the whole pool (warmUp), and growth is judged outside
+// the pool, whose size the backend counts: open files less one per backend
+// connection (goroutines less none), so connections the load's shape opened
+// or closed count neither way. The pool is judged on its own: past the
+// concurrency (and a little slack) it leaks connections.
 func BenchmarkProxySoak(b *testing.B) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		b.Skip("wrk is not installed (apt-get install -y wrk)")
@@ -527,9 +574,15 @@ func measureSoak(b *testing.B, g *gatehouseProc, be *backend) soakState {
 	return soakState{goroutines: goroutines, fds: fds, pool: be.open.Load()}
 }
 
-// goroutinesOutsidePool: each pooled HTTP/1.1 connection has a read and a
-// write loop.
-func (s soakState) goroutinesOutsidePool() float64 { return s.goroutines - 2*float64(s.pool) }
+// goroutinesPerConn is what each pooled backend connection runs: nothing,
+// since the proxy's own pool serves the soak's GETs (net/http's Transport
+// ran a read and a write loop for each).
+const goroutinesPerConn = 0
+
+// goroutinesOutsidePool are the goroutines less those of the backend pool.
+func (s soakState) goroutinesOutsidePool() float64 {
+	return s.goroutines - goroutinesPerConn*float64(s.pool)
+}
 
 func (s soakState) fdsOutsidePool() float64 { return s.fds - float64(s.pool) }
 
