@@ -3,11 +3,9 @@ package bench
 import (
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,89 +80,28 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build gatehouse: %w\n%s", err, out)
 	}
-	port, err := testkit.FreePort()
+	p, err := startController(c, bin, 3*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := testkit.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	logs := &logBuffer{}
-	cmd := exec.Command(bin, "controller",
-		"--kubeconfig", c.kubeconfig,
-		"--control-plane-namespace", controlPlane,
-		"--cert-management", "external",
-		"--webhook-cert-dir", c.certDir,
-		"--webhook-port", strconv.Itoa(port),
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
-		"--log-level", "warn")
-	profilePort := 0
-	if *controllerProfile != "" {
-		if profilePort, err = testkit.FreePort(); err != nil {
-			return nil, err
-		}
-		cmd.Args = append(cmd.Args, "--profiling", "--profiling-bind-address", fmt.Sprintf("127.0.0.1:%d", profilePort))
-	}
-	// Newer controllers also serve agents (gRPC) by default: keep that on,
-	// as shipped, but on a loopback port of its own.
-	if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--agent-bind-address") {
-		agentPort, err := testkit.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd.Args = append(cmd.Args, "--agent-bind-address", fmt.Sprintf("127.0.0.1:%d", agentPort), "--namespace", "gatehouse-system")
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	fail := func(err error) (*controllerFigures, error) {
-		return nil, fmt.Errorf("gatehouse controller: %w\n%s", err, logs)
-	}
-	// A controller that exits (a refused flag, a failed preflight) ends the
-	// wait at once, not after the readiness limit.
-	if err := testkit.WaitHTTPWhile(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 3*time.Minute, exited); err != nil {
+	defer p.stop()
+	fail := func(err error) (*controllerFigures, error) { return nil, p.failed(err) }
+	r := &controllerFigures{ready: p.ready, cpu: map[string]time.Duration{}, reviews: 4000}
+	if err := p.collect(); err != nil {
 		return fail(err)
 	}
-	r := &controllerFigures{ready: time.Since(start), cpu: map[string]time.Duration{}, reviews: 4000}
-	time.Sleep(2 * time.Second) // let the initial list's garbage be collected, as in steady state
-	pid := strconv.Itoa(cmd.Process.Pid)
+	pid := strconv.Itoa(p.pid())
 	if r.syncRSS, r.syncHWM, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
 	}
-	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", port), c.caPool, 16)
+	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", p.port), c.caPool, 16)
 	defer cl.close()
 	for _, k := range reviewKinds {
-		bodies := k.bodies(distinctBodies)
-		if _, err := cl.run(k.path, bodies, 400, 0); err != nil {
-			return fail(err)
-		}
-		before, err := testkit.CPUOf(cmd.Process.Pid)
+		cost, err := p.measureReviews(cl, k, r.reviews)
 		if err != nil {
 			return fail(err)
 		}
-		if _, err := cl.run(k.path, bodies, r.reviews, 0); err != nil {
-			return fail(err)
-		}
-		after, err := testkit.CPUOf(cmd.Process.Pid)
-		if err != nil {
-			return fail(err)
-		}
-		r.cpu[k.name] = (after - before) / time.Duration(r.reviews)
+		r.cpu[k.name] = cost.cpu
 	}
 	if r.loadRSS, r.loadHWM, err = testkit.MemOf(pid); err != nil {
 		return fail(err)
@@ -173,12 +110,12 @@ func runController(c *cluster) (*controllerFigures, error) {
 	if *controllerProfile != "" {
 		go func() {
 			time.Sleep(statusWindow) // the idle window comes first
-			profiled <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", profilePort, int(statusWindow.Seconds())), *controllerProfile)
+			profiled <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", p.profilePort, int(statusWindow.Seconds())), *controllerProfile)
 		}()
 	} else {
 		profiled <- nil
 	}
-	if r.statusIdleCPU, r.statusCPU, r.statusSent, err = statusLoad(c, cmd.Process.Pid, statusRate, statusWindow); err != nil {
+	if r.statusIdleCPU, r.statusCPU, r.statusSent, err = statusLoad(c, p.pid(), statusRate, statusWindow); err != nil {
 		return fail(err)
 	}
 	if err := <-profiled; err != nil {

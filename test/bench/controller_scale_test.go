@@ -2,8 +2,8 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,6 +18,10 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/test/testkit"
 )
+
+// scaleProfileDir, when set, gets a CPU profile of the controller under each
+// review kind, after the measured reviews, for every step and round.
+var scaleProfileDir = flag.String("scalebench.cpuprofile-dir", "", "write the controller's CPU profile under each review kind to this directory")
 
 // Issue 27 §3's population: 1,000 AppProjects (as in the admission
 // benchmark), 1,000 cluster Secrets, and Applications grown in steps to
@@ -77,7 +81,7 @@ func seedScale(ctx context.Context, cl client.Client) error {
 type scaleFigures struct {
 	ready    time.Duration
 	rss, hwm int64
-	cpu      map[string]time.Duration // per review, by review kind
+	cost     map[string]reviewCost // by review kind
 }
 
 // BenchmarkControllerScale runs `gatehouse controller` (webhook, agent
@@ -121,15 +125,17 @@ func BenchmarkControllerScale(b *testing.B) {
 		have = n
 		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
 			var rss, ready []float64
-			cpu := map[string][]float64{}
-			for range scaleStarts {
-				f, err := measureController(c, bin)
+			cpu, gcCPU, gcs := map[string][]float64{}, map[string][]float64{}, map[string][]string{}
+			for round := range scaleStarts {
+				f, err := measureController(c, bin, fmt.Sprintf("apps=%d", n), round)
 				if err != nil {
 					b.Fatal(err)
 				}
 				rss, ready = append(rss, mb(f.rss)), append(ready, f.ready.Seconds())
-				for k, v := range f.cpu {
-					cpu[k] = append(cpu[k], us(v))
+				for k, v := range f.cost {
+					cpu[k] = append(cpu[k], us(v.cpu))
+					gcCPU[k] = append(gcCPU[k], us(v.gcCPU))
+					gcs[k] = append(gcs[k], fmt.Sprintf("%d@%dMB", v.gcs, v.heapMB))
 				}
 			}
 			b.ReportMetric(median(rss), "rss-MB")
@@ -144,7 +150,8 @@ func BenchmarkControllerScale(b *testing.B) {
 				ratio := median(cpu[k.name]) / median(base[k.name])
 				b.ReportMetric(ratio, k.name+"-cpu-x-1k")
 				worst = max(worst, ratio)
-				fmt.Fprintf(&s, "; %s %s µs/review (%.2f× 1k)", k.name, spread(cpu[k.name], "%.0f"), ratio)
+				fmt.Fprintf(&s, "; %s %s µs/review (%.2f× 1k; collector %s µs/review, collections by round %s)",
+					k.name, spread(cpu[k.name], "%.0f"), ratio, spread(gcCPU[k.name], "%.0f"), strings.Join(gcs[k.name], " "))
 			}
 			b.ReportMetric(worst, "worst-cpu-x-1k")
 			fmt.Fprintf(&s, "; load average %.2f\n", testkit.LoadAvg())
@@ -166,71 +173,37 @@ func spread(v []float64, format string) string {
 }
 
 // measureController starts `gatehouse controller`, waits until ready,
-// takes its RSS and CPU per review, and stops it.
-func measureController(c *cluster, bin string) (*scaleFigures, error) {
-	port, err := testkit.FreePort()
+// takes its RSS and CPU per review, and stops it. The kinds are measured in
+// an order rotated by round, so that no kind is always the first after the
+// start: whatever the process still does then is spread over all of them.
+func measureController(c *cluster, bin, label string, round int) (*scaleFigures, error) {
+	p, err := startController(c, bin, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := testkit.FreePort()
-	if err != nil {
-		return nil, err
+	defer p.stop()
+	f := &scaleFigures{ready: p.ready, cost: map[string]reviewCost{}}
+	if err := p.collect(); err != nil {
+		return nil, p.failed(err)
 	}
-	agentPort, err := testkit.FreePort()
-	if err != nil {
-		return nil, err
+	if f.rss, f.hwm, err = testkit.MemOf(strconv.Itoa(p.pid())); err != nil {
+		return nil, p.failed(err)
 	}
-	logs := &logBuffer{}
-	cmd := exec.Command(bin, "controller", "--kubeconfig", c.kubeconfig, "--control-plane-namespace", controlPlane,
-		"--cert-management", "external", "--webhook-cert-dir", c.certDir, "--webhook-port", strconv.Itoa(port),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe), "--log-level", "warn",
-		"--agent-bind-address", fmt.Sprintf("127.0.0.1:%d", agentPort), "--namespace", "gatehouse-system")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	fail := func(err error) (*scaleFigures, error) {
-		return nil, fmt.Errorf("gatehouse controller: %w\n%s", err, logs)
-	}
-	if err := testkit.WaitHTTPWhile(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 5*time.Minute, exited); err != nil {
-		return fail(err)
-	}
-	f := &scaleFigures{ready: time.Since(start), cpu: map[string]time.Duration{}}
-	time.Sleep(2 * time.Second) // let the initial list's garbage be collected, as in steady state
-	if f.rss, f.hwm, err = testkit.MemOf(strconv.Itoa(cmd.Process.Pid)); err != nil {
-		return fail(err)
-	}
-	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", port), c.caPool, 16)
+	cl := newLoadClient(fmt.Sprintf("https://127.0.0.1:%d", p.port), c.caPool, 16)
 	defer cl.close()
-	for _, k := range reviewKinds {
-		bodies := k.bodies(distinctBodies)
-		if _, err := cl.run(k.path, bodies, 400, 0); err != nil {
-			return fail(err)
+	for i := range reviewKinds {
+		k := reviewKinds[(i+round)%len(reviewKinds)]
+		if f.cost[k.name], err = p.measureReviews(cl, k, scaleReviews); err != nil {
+			return nil, p.failed(err)
 		}
-		before, err := testkit.CPUOf(cmd.Process.Pid)
-		if err != nil {
-			return fail(err)
+	}
+	if *scaleProfileDir != "" {
+		for _, k := range reviewKinds {
+			file := filepath.Join(*scaleProfileDir, fmt.Sprintf("%s-round%d-%s.pprof", label, round, k.name))
+			if err := p.profileReviews(cl, k, file); err != nil {
+				return nil, p.failed(err)
+			}
 		}
-		if _, err := cl.run(k.path, bodies, scaleReviews, 0); err != nil {
-			return fail(err)
-		}
-		after, err := testkit.CPUOf(cmd.Process.Pid)
-		if err != nil {
-			return fail(err)
-		}
-		f.cpu[k.name] = (after - before) / scaleReviews
 	}
 	return f, nil
 }

@@ -363,6 +363,20 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// Len is how many bytes were written so far: a mark for From.
+func (l *logBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Len()
+}
+
+// From is what was written since mark.
+func (l *logBuffer) From(mark int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf.Bytes()[mark:])
+}
+
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
