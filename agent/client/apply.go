@@ -32,6 +32,9 @@ func (a *Agent) handle(ctx context.Context, rpc agentv1.CommanderClient, s *stre
 		}
 		return nil
 	}
+	if err == nil {
+		an.inline, err = inlined(an.config)
+	}
 	// The announcement can be large (1 MB at 10,000 files); it is not needed
 	// past this point, and the download that follows may take a while.
 	an.config = &agentv1.ConfigAvailable{Version: version}
@@ -132,7 +135,13 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 	}
 	var lastErr error
 	for attempt := 1; attempt <= a.o.DownloadAttempts; attempt++ {
-		err := a.install(ctx, rpc, s.serverPacked, m)
+		// Content sent with the announcement is tried once: a retry after
+		// content that did not match downloads it.
+		inline := an.inline
+		if attempt > 1 {
+			inline = nil
+		}
+		err := a.install(ctx, rpc, s.serverPacked, m, inline)
 		if err == nil {
 			return nil
 		}
@@ -162,7 +171,7 @@ func (a *Agent) fetchAndWrite(ctx context.Context, rpc agentv1.CommanderClient, 
 // current version found damaged while staging, or a commit that does not
 // verify, is a transient failure, and the next attempt writes the version
 // afresh.
-func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed bool, m *sidecar.Manifest) error {
+func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed bool, m *sidecar.Manifest, inline map[string][]byte) error {
 	st, err := a.o.Writer.Begin(m)
 	if errors.Is(err, sidecar.ErrDamaged) {
 		return transient(err)
@@ -171,7 +180,12 @@ func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed
 		return err
 	}
 	defer st.Abort()
-	if missing := st.Missing(); len(missing) > 0 {
+	missing, n, err := writeInline(st, st.Missing(), inline)
+	if err != nil {
+		return err
+	}
+	a.o.Metrics.downloaded(n)
+	if len(missing) > 0 {
 		if err := a.download(ctx, rpc, packed, st, missing); err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gatehouse_agent_snapshots_total", Help: "Announced snapshots by outcome (applied, rejected).",
 		}, []string{"result"}),
 		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "gatehouse_agent_download_bytes_total", Help: "File content bytes downloaded and verified.",
+			Name: "gatehouse_agent_download_bytes_total", Help: "File content bytes received and verified: downloaded, or sent with a delta announcement.",
 		}),
 		downloadRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gatehouse_agent_download_failures_total", Help: "Downloads that failed verification.",

@@ -99,6 +99,8 @@ func (a *Agent) session(ctx context.Context, rpc agentv1.CommanderClient, proven
 type announcement struct {
 	id     string
 	config *agentv1.ConfigAvailable
+	// inline is a small delta's content, by SHA-256 (see inlined).
+	inline map[string][]byte
 }
 
 // offer replaces any pending announcement with the newer one.
@@ -140,7 +142,7 @@ func (a *Agent) work(ctx context.Context, rpc agentv1.CommanderClient, s *stream
 }
 
 func (a *Agent) capabilities() []string {
-	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked}
+	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline}
 	if a.confirm != nil {
 		caps = append(caps, agentv1.CapabilityConfirm)
 	}

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -59,7 +62,7 @@ func TestDeltaAnnouncement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, n := testPublished(t, base), testPublished(t, tt.next)
-			ca, delta := n.announcement(b)
+			ca, delta := n.announcement(b, false)
 			got := decodeAnnouncement(t, ca)
 			if delta != tt.wantDelta || got.GetVersion() != n.version {
 				t.Fatalf("delta %v, version %s; want %v, %s", delta, got.GetVersion(), tt.wantDelta, n.version)
@@ -93,7 +96,7 @@ func TestDeltaIsBuiltOncePerBase(t *testing.T) {
 	a := testPublished(t, map[string]string{"x": "1", "y": "2", "z": "3"})
 	b := testPublished(t, map[string]string{"x": "1", "y": "2", "z": "4"})
 	first, second := b.deltaFrom(a), b.deltaFrom(a)
-	if first == nil || &first[0] != &second[0] {
+	if first == nil || &first.wire[0] != &second.wire[0] {
 		t.Fatal("the delta was encoded again for the second agent")
 	}
 }
@@ -133,5 +136,53 @@ func TestDeltaAnnouncementsAndManifestRequest(t *testing.T) {
 	old, _ := h.connect("token-b", &agentv1.AgentConnectRequest{CurrentVersion: v1.Version()})
 	if ca := old.nextConfig().GetConfigAvailable(); ca.GetBaseVersion() != "" || ca.GetManifest() == nil {
 		t.Fatalf("an agent without the delta capability got %v", ca)
+	}
+}
+
+// A small delta carries its changed files' content only to agents that take
+// it, one content per changed entry; a large one never does.
+func TestDeltaContentInline(t *testing.T) {
+	files := map[string]string{"x": "1", "y": "2", "z": "3"}
+	for i := range 40 {
+		files[fmt.Sprintf("pad/%02d", i)] = strings.Repeat("p", 100)
+	}
+	base := testPublished(t, files)
+	with := func(k, v string) map[string]string {
+		m := maps.Clone(files)
+		m[k] = v
+		return m
+	}
+	big := strings.Repeat("b", maxInlineBytes+1)
+	tests := []struct {
+		name        string
+		next        map[string]string
+		inline      bool
+		wantContent []string
+	}{
+		{name: "small change, agent takes inline content", next: with("y", "22"), inline: true, wantContent: []string{"22"}},
+		{name: "small change, agent without the capability", next: with("y", "22"), inline: false},
+		{name: "empty file changed", next: with("y", ""), inline: true, wantContent: []string{""}},
+		{name: "change over the limit", next: with("y", big), inline: true},
+		{name: "only a removal", next: func() map[string]string { m := maps.Clone(files); delete(m, "x"); return m }(), inline: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := testPublished(t, tt.next)
+			ca, delta := n.announcement(base, tt.inline)
+			if !delta {
+				t.Fatal("not a delta")
+			}
+			got := decodeAnnouncement(t, ca)
+			var content []string
+			for _, b := range got.GetContent() {
+				content = append(content, string(b))
+			}
+			if !slices.Equal(content, tt.wantContent) {
+				t.Fatalf("content %q, want %q", content, tt.wantContent)
+			}
+			if len(content) > 0 && len(content) != len(got.GetChanged()) {
+				t.Fatalf("%d contents for %d changed entries", len(content), len(got.GetChanged()))
+			}
+		})
 	}
 }

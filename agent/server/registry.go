@@ -159,6 +159,9 @@ type agentConn struct {
 	// full because it lacked the base of a delta.
 	delta    bool
 	needFull bool
+	// inline says the agent takes a small delta's content in the
+	// announcement (set at connect).
+	inline bool
 	// sent maps the message ids of announcements awaiting a final status
 	// to what they announced; guarded by Server.mu.
 	sent map[string]sentAnnouncement
@@ -291,6 +294,7 @@ func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.
 		sent:    map[string]sentAnnouncement{},
 	}
 	c.delta = slices.Contains(req.GetCapabilities(), agentv1.CapabilityDelta)
+	c.inline = c.delta && slices.Contains(req.GetCapabilities(), agentv1.CapabilityInline)
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	if !id.Expiry.IsZero() {
 		// Re-authenticate when the token expires: the agent reconnects

@@ -13,4 +13,7 @@ const (
 	// CapabilityPacked: the agent downloads by manifest bitmap and takes the
 	// content packed into DataChunk.content.
 	CapabilityPacked = "packed"
+	// CapabilityInline: the agent takes the content of a small delta's
+	// changed files in ConfigAvailable.content instead of downloading it.
+	CapabilityInline = "inline"
 )

@@ -896,7 +896,13 @@ type ConfigAvailable struct {
 	// Entries new or different in version, sorted by path.
 	Changed []*FileMeta `protobuf:"bytes,4,rep,name=changed,proto3" json:"changed,omitempty"`
 	// Paths of base_version that version no longer has, sorted.
-	Removed       []string `protobuf:"bytes,5,rep,name=removed,proto3" json:"removed,omitempty"`
+	Removed []string `protobuf:"bytes,5,rep,name=removed,proto3" json:"removed,omitempty"`
+	// Only in a delta, only to agents with the "inline" capability, and only
+	// when the changed files are small (together at most 64 KiB): content[i]
+	// is the content of changed[i], so the agent needs no Download. The agent
+	// checks each against changed[i]'s size and sha256 as it checks a
+	// download. Absent, or exactly one entry per changed entry.
+	Content       [][]byte `protobuf:"bytes,6,rep,name=content,proto3" json:"content,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -962,6 +968,13 @@ func (x *ConfigAvailable) GetChanged() []*FileMeta {
 func (x *ConfigAvailable) GetRemoved() []string {
 	if x != nil {
 		return x.Removed
+	}
+	return nil
+}
+
+func (x *ConfigAvailable) GetContent() [][]byte {
+	if x != nil {
+		return x.Content
 	}
 	return nil
 }
@@ -1551,13 +1564,14 @@ const file_agent_api_v1_commander_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\rR\x04mode\x120\n" +
 	"\x04kind\x18\x05 \x01(\x0e2\x1c.gatehouse.agent.v1.FileKindR\x04kind\">\n" +
 	"\bManifest\x122\n" +
-	"\x05files\x18\x01 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\x05files\"\xda\x01\n" +
+	"\x05files\x18\x01 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\x05files\"\xf4\x01\n" +
 	"\x0fConfigAvailable\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x128\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1c.gatehouse.agent.v1.ManifestR\bmanifest\x12!\n" +
 	"\fbase_version\x18\x03 \x01(\tR\vbaseVersion\x126\n" +
 	"\achanged\x18\x04 \x03(\v2\x1c.gatehouse.agent.v1.FileMetaR\achanged\x12\x18\n" +
-	"\aremoved\x18\x05 \x03(\tR\aremoved\"+\n" +
+	"\aremoved\x18\x05 \x03(\tR\aremoved\x12\x18\n" +
+	"\acontent\x18\x06 \x03(\fR\acontent\"+\n" +
 	"\x0fManifestRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"5\n" +
 	"\tFileError\x12\x12\n" +

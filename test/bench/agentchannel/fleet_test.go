@@ -425,7 +425,7 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
 		AgentVersion: "bench-lean", CurrentVersion: current,
-		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked},
+		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline},
 	}}}, ""); err != nil {
 		return err
 	}
@@ -482,8 +482,9 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 	// For a delta from the version this agent holds, only the changed
 	// entries can be missing, as a real agent finds when it links the rest.
 	var delta []*agentv1.FileMeta
+	var content [][]byte
 	if an.config.GetBaseVersion() != "" {
-		delta = an.config.GetChanged()
+		delta, content = an.config.GetChanged(), an.config.GetContent()
 	}
 	// The decoded announcement (about 3 MB with a full 10 MB manifest) is
 	// not needed any more: let it go before the download, as a thousand
@@ -496,6 +497,16 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 		return
 	}
 	want := a.plan(set, delta)
+	if len(content) > 0 {
+		// The changed files' content came with the delta: check it as a
+		// real agent does (sidecar.FileWriter), download nothing.
+		if err := checkInline(delta, content); err != nil {
+			a.f.problems.add(fmt.Sprintf("%s: %v", benchAgentID(a.idx), err))
+			status(agentv1.ConfigState_CONFIG_STATE_REJECTED, err.Error())
+			return
+		}
+		want = nil
+	}
 	if len(want) > 0 {
 		if err := a.download(ctx, rpc, version, set.files, want); err != nil {
 			if ctx.Err() == nil {
@@ -690,6 +701,19 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 	}
 	if header == nil || next != len(want) || hex.EncodeToString(total.Sum(nil)) != header.GetChecksum() {
 		return errors.New("download incomplete or checksum mismatch")
+	}
+	return nil
+}
+
+// checkInline checks a delta's inline content against its changed entries.
+func checkInline(changed []*agentv1.FileMeta, content [][]byte) error {
+	if len(content) != len(changed) {
+		return fmt.Errorf("%d contents for %d changed files", len(content), len(changed))
+	}
+	for i, f := range changed {
+		if sum := sha256.Sum256(content[i]); hex.EncodeToString(sum[:]) != f.GetSha256() || uint64(len(content[i])) != f.GetSize() {
+			return fmt.Errorf("inline content of %s does not match its entry", f.GetPath())
+		}
 	}
 	return nil
 }
