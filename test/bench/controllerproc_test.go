@@ -56,6 +56,12 @@ func startController(c *cluster, bin string, readyWithin time.Duration) (*contro
 		}
 		p.cmd.Args = append(p.cmd.Args, "--agent-bind-address", fmt.Sprintf("127.0.0.1:%d", agentPort), "--namespace", "gatehouse-system")
 	}
+	// The agent registry's loopback port is fixed by default; two
+	// controllers at once (the scale benchmark's reference and step) would
+	// meet on it.
+	if help, _ := exec.Command(bin, "controller", "--help").CombinedOutput(); strings.Contains(string(help), "--debug-bind-address") {
+		p.cmd.Args = append(p.cmd.Args, "--debug-bind-address", "0")
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	start := time.Now()
 	if err := p.cmd.Start(); err != nil {
