@@ -115,7 +115,7 @@ func (st *Stage) recycle() (string, *recycled) {
 			st.w.log.Warn("cannot recycle an old snapshot", "version", name, "error", err)
 			return "", nil
 		}
-		rec, err := listRecycled(tmp)
+		rec, err := listRecycled(tmp, len(st.m.Files))
 		if err != nil {
 			st.w.log.Warn("cannot recycle an old snapshot; building afresh", "version", name, "error", err)
 			return "", nil
@@ -129,7 +129,7 @@ func (st *Stage) recycle() (string, *recycled) {
 // listRecycled removes dir's manifest (so the directory is not mistaken for a
 // complete version again) and lists its files and directories, refusing
 // anything else.
-func listRecycled(dir string) (*recycled, error) {
+func listRecycled(dir string, sizeHint int) (*recycled, error) {
 	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func listRecycled(dir string) (*recycled, error) {
 		return nil, err
 	}
 	defer func() { _ = r.Close() }()
-	rec := &recycled{files: map[string]recycledFile{}}
+	rec := &recycled{files: make(map[string]recycledFile, sizeHint)}
 	stack := []string{"."}
 	for n := 0; len(stack) > 0; {
 		dir := stack[len(stack)-1]

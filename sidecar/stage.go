@@ -141,7 +141,7 @@ func (st *Stage) open(recycle bool) error {
 	}
 	st.dmode = dirMode(st.m.hasSecrets())
 	st.made = map[string]bool{".": true}
-	st.placed = make(map[string]string)
+	st.placed = make(map[string]string, len(st.m.Files))
 	st.wanted = make(map[string]int)
 	return nil
 }
