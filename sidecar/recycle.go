@@ -36,6 +36,9 @@ type recycled struct {
 	files map[string]recycledFile // regular files in it, by path
 	dirs  []string                // its directories, "." excluded
 	kept  int
+	// listed and unlisted count its directories listed, and those taken
+	// from the record of the version it held (stamp.go).
+	listed, unlisted int
 }
 
 // recycledFile is a regular file found in a recycled directory: its identity
@@ -110,12 +113,19 @@ func (st *Stage) recycle() (string, *recycled) {
 		if !e.IsDir() || isTemp(name) || name == st.prev || name == st.m.Version || validateVersion(name) != nil {
 			continue
 		}
+		var known *knownDirs
+		st.w.cacheMu.Lock()
+		prev := st.w.prev
+		st.w.cacheMu.Unlock()
+		if prev != nil && prev.manifest.Version == name {
+			known = unchangedDirs(filepath.Join(vdir, name), prev)
+		}
 		tmp := tempName(versionDir(st.w.root, st.m.Version))
 		if err := os.Rename(filepath.Join(vdir, name), tmp); err != nil {
 			st.w.log.Warn("cannot recycle an old snapshot", "version", name, "error", err)
 			return "", nil
 		}
-		rec, err := listRecycled(tmp, len(st.m.Files))
+		rec, err := listRecycled(tmp, len(st.m.Files), known)
 		if err != nil {
 			st.w.log.Warn("cannot recycle an old snapshot; building afresh", "version", name, "error", err)
 			return "", nil
@@ -129,7 +139,7 @@ func (st *Stage) recycle() (string, *recycled) {
 // listRecycled removes dir's manifest (so the directory is not mistaken for a
 // complete version again) and lists its files and directories, refusing
 // anything else.
-func listRecycled(dir string, sizeHint int) (*recycled, error) {
+func listRecycled(dir string, sizeHint int, known *knownDirs) (*recycled, error) {
 	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -143,6 +153,17 @@ func listRecycled(dir string, sizeHint int) (*recycled, error) {
 	for n := 0; len(stack) > 0; {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if known != nil && known.unchanged[dir] {
+			for _, i := range known.files[dir] {
+				id := known.idx.ids[i]
+				rec.files[known.idx.manifest.Files[i].Path] = recycledFile{dev: id.dev, ino: id.ino}
+			}
+			rec.dirs = append(rec.dirs, known.subdirs[dir]...)
+			stack = append(stack, known.subdirs[dir]...)
+			rec.unlisted++
+			continue
+		}
+		rec.listed++
 		d, err := r.Open(native(dir))
 		if err == nil {
 			d, err = listable(d)
