@@ -205,3 +205,11 @@ func (f *rawFile) Read(b []byte) (int, error) {
 }
 
 func (f *rawFile) Close() error { return unix.Close(f.fd) }
+
+// stampOf is a directory's stamp (see dirStamp).
+func stampOf(fi fs.FileInfo) dirStamp {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return dirStamp{ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	}
+	return dirStamp{}
+}

@@ -248,3 +248,34 @@ func TestManifestOnDiskIsUnchanged(t *testing.T) {
 		t.Fatalf("read as %+v (%v), want %+v", got, err, m)
 	}
 }
+
+// encodeManifest writes exactly what json.Marshal writes, for any manifest
+// (valid or not: the writer encodes only valid ones, but the encoder must
+// not depend on it), and what it writes decodes to the same manifest.
+func FuzzEncodeManifest(f *testing.F) {
+	f.Add("v1", "applications/shard-00001.json", snapshot.Hash([]byte("x")), int64(1), uint32(0o640), "config", 1, false)
+	f.Add("v\"2<&>", "a/\u2028b\x00\\c\xff", "", int64(-5), uint32(1<<31), "secret\n", -3, true)
+	for _, c := range []string{"<", ">", "&", "\"", "\\", "\x1f", "\x7f", "\u2029", "é"} {
+		f.Add("v"+c, "a"+c, "s"+c, int64(0), uint32(0), "k"+c, 0, false)
+	}
+	f.Fuzz(func(t *testing.T, version, p, sum string, size int64, mode uint32, kind string, schema int, nilFiles bool) {
+		m := &Manifest{SchemaVersion: schema, Version: version}
+		if !nilFiles {
+			m.Files = []snapshot.FileMeta{
+				{Path: p, SHA256: sum, Size: size, Mode: fs.FileMode(mode), Kind: snapshot.Kind(kind)},
+				{Path: "b", SHA256: sum, Kind: snapshot.KindConfig},
+			}
+		}
+		got, err := encodeManifest(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want = append(want, '\n'); string(got) != string(want) {
+			t.Fatalf("encodeManifest:\n%s\njson.Marshal:\n%s", got, want)
+		}
+	})
+}

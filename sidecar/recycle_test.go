@@ -3,6 +3,7 @@ package sidecar
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -99,5 +100,69 @@ func TestStageRecyclesOnlyProvenFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A directory of the recycled version that nobody changed since the writer
+// installed it is not listed: its entries are that version's own (stamp.go).
+// One that changed is listed, even if what changed was undone (an entry
+// added and removed again): its stamp says so.
+func TestStageListsOnlyTheRecycledDirectoriesThatChanged(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("directory stamps are read on Linux only")
+	}
+	for _, touch := range []bool{false, true} {
+		root := t.TempDir()
+		w := newTestWriter(t, root)
+		mustWrite(t, w, "v1", carryFiles("v1")...)
+		mustWrite(t, w, "v2", carryFiles("v2")...)
+		if touch {
+			p := filepath.Join(root, DirVersions, "v1", "policy", "stray.rego")
+			if err := os.WriteFile(p, nil, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, bySHA := snapshotOf("v3", carryFiles("v3")...)
+		st, err := w.Begin(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.rec == nil {
+			st.Abort()
+			t.Fatal("v3 was not built in v1's directory")
+		}
+		wantListed := 0
+		if touch {
+			wantListed = 1
+		}
+		if st.rec.listed != wantListed || st.rec.listed+st.rec.unlisted != 3 {
+			t.Errorf("touched %v: %d directories listed, %d taken from v1's record; want %d listed of 3", touch, st.rec.listed, st.rec.unlisted, wantListed)
+		}
+		for _, i := range st.Missing() {
+			f := st.Manifest().Files[i]
+			fw, err := st.Create(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fw.Write(bySHA[f.SHA256]); err != nil {
+				t.Fatal(err)
+			}
+			if err := fw.Finish(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		w.Wait()
+		if s, err := Load(root, Limits{}); err != nil || s.Version() != "v3" {
+			t.Fatalf("Load = %v, %v", s.Version(), err)
+		}
+		if st.rec.kept != 4 {
+			t.Errorf("touched %v: %d files kept in the recycled directory, want 4", touch, st.rec.kept)
+		}
 	}
 }

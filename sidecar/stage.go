@@ -141,7 +141,7 @@ func (st *Stage) open(recycle bool) error {
 	}
 	st.dmode = dirMode(st.m.hasSecrets())
 	st.made = map[string]bool{".": true}
-	st.placed = make(map[string]string)
+	st.placed = make(map[string]string, len(st.m.Files))
 	st.wanted = make(map[string]int)
 	return nil
 }
@@ -188,11 +188,12 @@ func (st *Stage) plan() error {
 			return err
 		}
 	}
-	recycledKept := 0
+	var rec recycled
 	if st.rec != nil {
-		recycledKept = st.rec.kept
+		rec = *st.rec
 	}
-	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "recycled", recycledKept, "missing", len(st.missing), "duplicates", len(st.dups))
+	st.w.log.Debug("snapshot staged", "version", st.m.Version, "linked", st.linked, "recycled", rec.kept,
+		"recycledDirsListed", rec.listed, "recycledDirsUnlisted", rec.unlisted, "missing", len(st.missing), "duplicates", len(st.dups))
 	return nil
 }
 
@@ -409,8 +410,17 @@ func (st *Stage) Commit() error {
 			return fmt.Errorf("write snapshot %s: %w", version, err)
 		}
 	}
+	idx := newIndex(st.m, st.ids)
+	if !st.reuse {
+		idx.dirs = stampDirs(versionDir(st.w.root, version), st.m)
+	}
 	st.w.cacheMu.Lock()
-	st.w.cache = newIndex(st.m, st.ids)
+	old := st.w.cache
+	st.w.cache = idx
+	st.w.prev = nil
+	if old != nil && st.prev != version && old.manifest.Version == st.prev && old.ids != nil && old.dirs != nil {
+		st.w.prev = old
+	}
 	if st.w.damaged == version {
 		st.w.damaged = "" // written afresh, or found intact by Begin
 	}

@@ -32,6 +32,10 @@ type Writer struct {
 
 	cacheMu sync.Mutex
 	cache   *currentIndex // what current pointed at when last looked; nil if unknown
+	// prev is the index of the version current pointed at before, when this
+	// writer installed it and its files were proven: the version a Stage
+	// recycles next (stamp.go). nil otherwise.
+	prev *currentIndex
 	// damaged is a version VerifyCurrent found damaged: a Stage never links
 	// files from it, since a file edited in place keeps its size and mode.
 	// Cleared when the version is written afresh or verifies again.
@@ -52,6 +56,9 @@ type currentIndex struct {
 	manifest *Manifest
 	bySHA    map[string]int // the first file with that content
 	ids      []fileID
+	// dirs: the stamp of each of its directories when this writer installed
+	// it (stamp.go); nil when it did not.
+	dirs map[string]dirStamp
 }
 
 // file returns the first file of the current version with this content, and
@@ -135,6 +142,9 @@ func (w *Writer) markDamaged(version string, err error) {
 	w.damaged = version
 	if w.cache != nil && w.cache.manifest.Version == version {
 		w.cache = newIndex(w.cache.manifest, nil)
+	}
+	if w.prev != nil && w.prev.manifest.Version == version {
+		w.prev = nil
 	}
 	w.log.Warn("current snapshot is damaged on disk; its files will not be reused", "version", version, "error", err)
 }

@@ -117,7 +117,25 @@ func (a *Agent) apply(ctx context.Context, rpc agentv1.CommanderClient, s *strea
 	if a.confirm == nil {
 		return nil
 	}
-	return a.confirm.await(ctx, m.Version)
+	err := a.confirm.await(ctx, m.Version)
+	if err == nil || classify(err) == agentv1.RejectionClass_REJECTION_CLASS_TRANSIENT {
+		return err
+	}
+	// The proxy refused the version. Before that counts against the content
+	// (deterministic: not offered again), make sure the volume holds it as
+	// written: between full checks the agent does not re-read files carried
+	// from the version before, and the proxy's loader refuses any file that
+	// was damaged on the volume. A damaged version is marked so, and the
+	// retry writes it whole.
+	// The proxy reports the refusal until it loads the version again, so the
+	// retry's wait must not take this one for its own (confirmer.blame).
+	if _, verr := a.o.Writer.VerifyCurrent(); verr != nil {
+		if re := (*refusedError)(nil); errors.As(err, &re) {
+			a.confirm.blame(re.refusal)
+		}
+		return transient(fmt.Errorf("%w; the volume does not hold the version as written: %w", err, verr))
+	}
+	return err
 }
 
 // fetchAndWrite downloads what the volume lacks and writes the version.

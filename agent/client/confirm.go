@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/sidecar"
@@ -18,6 +19,36 @@ type confirmer struct {
 	client   *http.Client
 	interval time.Duration
 	timeout  time.Duration
+
+	// blamed is a refusal the agent traced to its own volume (the version
+	// on disk was damaged; see Agent.apply): the proxy keeps reporting it
+	// until it loads the version written again, so await does not take it
+	// for a verdict on that version's next write.
+	mu     sync.Mutex
+	blamed refusal
+}
+
+// refusal is the proxy's refusal of a version, with its reason.
+type refusal struct{ version, reason string }
+
+// refusedError is await's error for a version the proxy refused.
+type refusedError struct{ refusal }
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("proxy refused version %s: %s", e.version, e.reason)
+}
+
+// blame records r as the volume's fault, not the content's.
+func (c *confirmer) blame(r refusal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blamed = r
+}
+
+func (c *confirmer) wasBlamed(r refusal) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blamed == r
 }
 
 func (c *confirmer) state(ctx context.Context) (*sidecar.ProxyState, error) {
@@ -57,7 +88,9 @@ func (c *confirmer) await(ctx context.Context, version string) error {
 		case s.ServedVersion == version:
 			return nil
 		case s.RejectedVersion == version:
-			return fmt.Errorf("proxy refused version %s: %s", version, s.RejectedReason)
+			if r := (refusal{version, s.RejectedReason}); !c.wasBlamed(r) {
+				return &refusedError{r}
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -43,7 +43,16 @@ func startStandInProxy(t *testing.T, root string) *standInProxy {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = sidecar.Watch(ctx, root, sidecar.WatchOptions{Debounce: 10 * time.Millisecond, Rescan: 100 * time.Millisecond},
+		_ = sidecar.Watch(ctx, root, sidecar.WatchOptions{Debounce: 10 * time.Millisecond, Rescan: 100 * time.Millisecond,
+			// As the proxy does: a version that does not load is refused.
+			OnError: func(version string, err error) {
+				if version == "" {
+					return
+				}
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				p.state.RejectedVersion, p.state.RejectedReason = version, err.Error()
+			}},
 			func(s *sidecar.Snapshot) {
 				p.mu.Lock()
 				defer p.mu.Unlock()

@@ -119,3 +119,49 @@ func TestScheduledFullCheckRepairsTheServedVersion(t *testing.T) {
 		return st.Serving == v1.Version() && st.Reason == "" && cp.agent(t, "agent-1").VersionServed == v1.Version()
 	})
 }
+
+// In a recycled directory: the third version is built in the first one's
+// directory, keeping the files the second (current) holds unchanged by their
+// inode, without reading them. A file of the current version damaged in
+// place is such an inode, so it is carried into the next version unread; the
+// proxy's loader refuses that version, and the agent, before it reports the
+// refusal as the content's, checks its volume in full, finds the damage,
+// fails the attempt as transient and writes the version whole on the retry.
+// Without that check the refusal would be deterministic: the control plane
+// would never offer the version to this agent again.
+func TestDamageCarriedIntoARecycledDirectoryIsRepaired(t *testing.T) {
+	cp := startControlPlane(t, staticAuth())
+	root := t.TempDir() + "/volume"
+	proxy := startStandInProxy(t, root)
+	base := files(20, "app")
+	v1 := cp.publish(t, base)
+	sa := startAgent(t, cp.addr, cp.caFile, onVolume(t, root), func(o *client.Options) {
+		o.ConfirmURL = proxy.srv.URL
+		o.ConfirmTimeout = 5 * time.Second
+		o.RetryInitialBackoff = 20 * time.Millisecond
+	})
+	eventually(t, wait, "v1 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v1.Version() })
+	second := maps.Clone(base)
+	second["config/app-07.json"] = `{"n": 7, "p": "second"}`
+	v2 := cp.publish(t, second)
+	eventually(t, wait, "v2 applied", func() bool { return cp.agent(t, "agent-1").VersionServed == v2.Version() })
+
+	flipFirstByte(t, root, v2.Version(), "config/app-05.json")
+	third := maps.Clone(second)
+	third["config/app-09.json"] = `{"n": 9, "p": "third"}`
+	v3 := cp.publish(t, third)
+	eventually(t, wait, "v3 applied and intact", func() bool {
+		s, err := sidecar.Load(root, sidecar.DefaultLimits())
+		return err == nil && s.Version() == v3.Version() && cp.agent(t, "agent-1").VersionServed == v3.Version()
+	})
+	if got := metricValue(sa.reg, "gatehouse_agent_apply_failures_total", map[string]string{"class": "transient"}); got < 1 {
+		t.Errorf("apply_failures_total{class=transient} = %v: the damage was not caught as the volume's", got)
+	}
+	s, err := sidecar.Load(root, sidecar.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.File("config/app-05.json"); string(got) != base["config/app-05.json"] {
+		t.Errorf("config/app-05.json = %q, want the published content", got)
+	}
+}
