@@ -29,9 +29,11 @@ type exchange struct {
 	// websocket: the request is a WebSocket handshake.
 	websocket bool
 	// ref is the Application as the request named it (zero for a system
-	// extension's), target what the snapshot says of it.
+	// extension's), target what the snapshot says of it (targetOf, when
+	// the snapshot has it; nil for a system extension's).
 	ref           appRef
 	target        *authz.Target
+	targetOf      authz.Target
 	policyHeaders map[string]string
 	// admitted holds the limits that let the request through, for their
 	// place in flight to be given back when it ends.

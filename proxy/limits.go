@@ -132,11 +132,19 @@ func retryAfter(wait time.Duration) int {
 // bounded by the users active within one refill time. If a shard is still
 // full of active users, the oldest ones are dropped (they get a fresh
 // bucket: a bound on memory wins over exactness for a flood of users).
+//
+// The buckets hold no pointer: a user is keyed by two independently seeded
+// 64-bit hashes of the user ID, and a bucket is numbers. Every cycle of the
+// collector marks the live heap's pointers, and a map of strings to
+// limiters was one more structure per active user for it to scan while
+// requests wait (docs/performance.md, issue 27 §2, second session). Two
+// users share a bucket only if both hashes collide, which the random seeds
+// leave to chance, at about one in 2^128 a pair.
 type userBuckets struct {
 	rate     snapshot.Rate
 	refill   time.Duration // time for an empty bucket to fill up
 	perShard int
-	seed     maphash.Seed
+	seeds    [2]maphash.Seed
 	shards   [userShards]userShard
 }
 
@@ -144,44 +152,65 @@ const userShards = 16
 
 type userShard struct {
 	mu      sync.Mutex
-	buckets map[string]*userBucket
+	buckets map[userKey]userBucket
 }
 
+// userKey is a user ID's two hashes.
+type userKey [2]uint64
+
+// userBucket is a token bucket: the tokens it held at last (Unix
+// nanoseconds), and when a request last asked for one.
 type userBucket struct {
-	lim      *rate.Limiter
-	lastUsed time.Time
+	tokens         float64
+	last, lastUsed int64
 }
 
 func newUserBuckets(r snapshot.Rate, maxUsers int) *userBuckets {
 	refill := time.Duration(float64(burst(r)) / r.RequestsPerSecond * float64(time.Second))
-	u := &userBuckets{rate: r, refill: refill, perShard: max(1, maxUsers/userShards), seed: maphash.MakeSeed()}
+	u := &userBuckets{rate: r, refill: refill, perShard: max(1, maxUsers/userShards), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	for i := range u.shards {
-		u.shards[i].buckets = map[string]*userBucket{}
+		u.shards[i].buckets = map[userKey]userBucket{}
 	}
 	return u
 }
 
+// take takes one of user's tokens at now, or reports how long until one is
+// back, as a rate.Limiter of the extension's rate and burst that started
+// full would.
 func (u *userBuckets) take(user string, now time.Time) (bool, time.Duration) {
-	s := &u.shards[maphash.String(u.seed, user)%userShards]
+	key := userKey{maphash.String(u.seeds[0], user), maphash.String(u.seeds[1], user)}
+	s := &u.shards[key[0]%userShards]
+	t := now.UnixNano()
 	s.mu.Lock()
-	b, ok := s.buckets[user]
+	defer s.mu.Unlock()
+	b, ok := s.buckets[key]
 	if !ok {
 		if len(s.buckets) >= u.perShard {
-			u.evict(s, now)
+			u.evict(s, t)
 		}
-		b = &userBucket{lim: rate.NewLimiter(rate.Limit(u.rate.RequestsPerSecond), burst(u.rate))}
-		s.buckets[user] = b
+		b = userBucket{tokens: float64(burst(u.rate)), last: t}
 	}
-	b.lastUsed = now
-	s.mu.Unlock()
-	return take(b.lim, now)
+	b.lastUsed = t
+	if t > b.last {
+		b.tokens = min(float64(burst(u.rate)), b.tokens+float64(t-b.last)/float64(time.Second)*u.rate.RequestsPerSecond)
+		b.last = t
+	}
+	allowed := b.tokens >= 1
+	if allowed {
+		b.tokens--
+	}
+	s.buckets[key] = b
+	if allowed {
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / u.rate.RequestsPerSecond * float64(time.Second))
 }
 
 // evict drops the buckets that are full again; if none is, the half of the
-// shard used longest ago. The shard is locked.
-func (u *userBuckets) evict(s *userShard, now time.Time) {
+// shard used longest ago. The shard is locked; now is in Unix nanoseconds.
+func (u *userBuckets) evict(s *userShard, now int64) {
 	for user, b := range s.buckets {
-		if now.Sub(b.lastUsed) >= u.refill {
+		if time.Duration(now-b.lastUsed) >= u.refill {
 			delete(s.buckets, user)
 		}
 	}
@@ -193,11 +222,11 @@ func (u *userBuckets) evict(s *userShard, now time.Time) {
 	k := 0
 	for _, b := range s.buckets {
 		k++
-		mean += (float64(b.lastUsed.UnixNano()) - mean) / float64(k)
+		mean += (float64(b.lastUsed) - mean) / float64(k)
 	}
-	cutoff := time.Unix(0, int64(mean))
+	cutoff := int64(mean)
 	for user, b := range s.buckets {
-		if !b.lastUsed.After(cutoff) {
+		if b.lastUsed <= cutoff {
 			delete(s.buckets, user)
 		}
 	}

@@ -2,8 +2,12 @@ package proxy
 
 import (
 	"fmt"
+	mathrand "math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
@@ -69,4 +73,60 @@ func TestLimitsAdmit(t *testing.T) {
 	if l.inFlight.Load() != 0 {
 		t.Fatalf("%d in flight after refusals", l.inFlight.Load())
 	}
+}
+
+// TestUserBucketsAreTokenBuckets: a user's bucket allows and refuses, and
+// says how long to wait, as a rate.Limiter of the same rate and burst
+// (what it replaced) does, over requests at uneven times, some out of order.
+func TestUserBucketsAreTokenBuckets(t *testing.T) {
+	for _, r := range []snapshot.Rate{{RequestsPerSecond: 5, Burst: 3}, {RequestsPerSecond: 0.5, Burst: 1}, {RequestsPerSecond: 100, Burst: 20}} {
+		u := newUserBuckets(r, 100)
+		lim := rate.NewLimiter(rate.Limit(r.RequestsPerSecond), burst(r))
+		now := time.Unix(1_000_000, 0)
+		rnd := mathrand.New(mathrand.NewPCG(1, 2))
+		for i := range 2000 {
+			now = now.Add(time.Duration(rnd.Int64N(int64(2 * float64(time.Second) / r.RequestsPerSecond))))
+			at := now
+			if i%50 == 49 {
+				at = now.Add(-time.Millisecond) // a request that read the clock a little earlier
+			}
+			ok, wait := u.take("alice", at)
+			wantOK, wantWait := take(lim, at)
+			if ok != wantOK || (wait-wantWait).Abs() > time.Microsecond {
+				t.Fatalf("rate %+v, request %d: allowed %v, wait %s; a rate.Limiter: %v, %s", r, i, ok, wait, wantOK, wantWait)
+			}
+		}
+	}
+}
+
+// TestUserBucketsHoldNoPointer: the buckets are what the collector would
+// otherwise scan for every active user on each cycle (docs/performance.md,
+// issue 27 §2, second session).
+func TestUserBucketsHoldNoPointer(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[userKey](), reflect.TypeFor[userBucket]()} {
+		if pointerFree(typ) {
+			continue
+		}
+		t.Errorf("%s holds a pointer", typ)
+	}
+}
+
+// pointerFree reports whether values of typ hold nothing the collector follows.
+func pointerFree(typ reflect.Type) bool {
+	switch typ.Kind() {
+	case reflect.Struct:
+		for i := range typ.NumField() {
+			if !pointerFree(typ.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		return pointerFree(typ.Elem())
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	}
+	return false
 }

@@ -29,7 +29,7 @@ func (x *exchange) resolveApplication() *problem {
 	// As the client named it: the access log says what was asked for, the
 	// answer does not.
 	x.ref = ref
-	x.target, prob = lookupApplication(x.t, ref)
+	x.target, prob = lookupApplication(x.t, ref, &x.targetOf)
 	return prob
 }
 
@@ -43,12 +43,12 @@ func lookupExtension(t *table, rt route) (*extension, *problem) {
 }
 
 // lookupApplication is the Application ref names in t, with its project
-// and cluster: one the snapshot does not have, or not in the project the
-// request named, gets the same answer as one the caller may not see.
-func lookupApplication(t *table, ref appRef) (*authz.Target, *problem) {
-	target := t.index.Application(ref.namespace, ref.name)
-	if target == nil || target.Application.Project != ref.project || target.Project == nil {
+// and cluster, built into into: one the snapshot does not have, or not in
+// the project the request named, gets the same answer as one the caller
+// may not see.
+func lookupApplication(t *table, ref appRef, into *authz.Target) (*authz.Target, *problem) {
+	if !t.index.Application(ref.namespace, ref.name, into) || into.Application.Project != ref.project || into.Project == nil {
 		return nil, noApplication
 	}
-	return target, nil
+	return into, nil
 }

@@ -235,7 +235,7 @@ func (p *Proxy) decideAgain(ctx context.Context, t *table, st *stream) endReason
 	}
 	var target *authz.Target
 	if !ext.system {
-		if target, prob = lookupApplication(t, st.ref); prob != nil {
+		if target, prob = lookupApplication(t, st.ref, new(authz.Target)); prob != nil {
 			return endNotFound
 		}
 	}

@@ -25,7 +25,9 @@ func IsDNSSubdomain(s string) bool {
 	if len(s) == 0 || len(s) > 253 {
 		return false
 	}
-	for _, label := range strings.Split(s, ".") {
+	// SplitSeq, not Split: the proxy checks two names on every request,
+	// and Split allocated a slice for each.
+	for label := range strings.SplitSeq(s, ".") {
 		if !IsDNSLabel(label) {
 			return false
 		}

@@ -28,7 +28,7 @@ func Input(id *authn.Identity, target *Target, r Request) policies.Input {
 		Request:   policies.Request{Method: r.Method, Path: r.Path},
 	}
 	if target != nil {
-		in.Application, in.Project, in.Cluster = target.Application, target.Project, target.Cluster
+		in.Application, in.Project, in.Cluster = &target.Application, target.Project, target.Cluster
 	}
 	return in
 }

@@ -198,8 +198,8 @@ func TestEveryInputFieldHasASource(t *testing.T) {
 	x := NewIndex(c)
 	var inputs []policies.Input
 	for _, a := range c.Applications {
-		target := x.Application(a.Namespace, a.Name)
-		if target == nil || target.Project == nil || target.Cluster == nil {
+		target := new(Target)
+		if !x.Application(a.Namespace, a.Name, target) || target.Project == nil || target.Cluster == nil {
 			t.Fatalf("fixture: %s does not resolve to its project and cluster: %+v", a.Key(), target)
 		}
 		inputs = append(inputs, Input(id, target, req))

@@ -19,6 +19,20 @@ import (
 var baselineRev = flag.String("proxybench.baseline-rev", "",
 	"also run the proxy built at this git revision (e.g. main, efc0045), side by side with the working tree's")
 
+// baselineBin is -proxybench.baseline-rev's binary built beforehand (the
+// revision still names it), so that a run under the benchmark lock does
+// not compile.
+var baselineBin = flag.String("proxybench.baseline-bin", "",
+	"with -proxybench.baseline-rev: that revision's gatehouse-proxy, built beforehand")
+
+// baselineCmd is the command line of the baseline's proxy.
+func baselineCmd(b *testing.B, rev string) []string {
+	if *baselineBin != "" {
+		return []string{*baselineBin}
+	}
+	return buildBaseline(b, rev)
+}
+
 // buildBaseline builds gatehouse-proxy at rev from a detached worktree of
 // the repository and returns the command line that runs it.
 func buildBaseline(b *testing.B, rev string) []string {

@@ -79,7 +79,7 @@ func runLoad(b *testing.B) {
 		targets = append(targets, target{name: "nginx (upstream keepalive)", url: ng.url, pid: ng.pid()})
 	}
 	if *baselineRev != "" {
-		base := startGatehouse(b, buildBaseline(b, *baselineRev), tmpfs(b), content(be.url, 0))
+		base := startGatehouse(b, baselineCmd(b, *baselineRev), tmpfs(b), content(be.url, 0))
 		targets = append(targets, target{name: baselineName(*baselineRev), url: base.url, pid: base.pid(), admin: base.admin})
 	}
 	targets = append(targets, target{name: "gatehouse proxy (authn, Rego, limits)", url: g.url, pid: g.pid(), admin: g.admin})

@@ -206,12 +206,20 @@ var (
 	// benchmark itself (backend and wrk) under taskset on the other cores.
 	serverCPUs = flag.String("proxybench.server-cpus", "", "run each server under taskset -c with this CPU list (default: unpinned)")
 	proxyArgs  = flag.String("proxybench.proxy-args", "", "more flags for the Gatehouse proxy, space-separated (e.g. \"--gc-percent=800 --memory-limit=150MiB\")")
+	// prebuilt names a directory of binaries built beforehand, so that a
+	// run under the benchmark lock measures instead of compiling.
+	prebuilt = flag.String("proxybench.bin-dir", "",
+		"use the gatehouse, gatehouse-proxy and bareproxy binaries in this directory instead of building them (go build -trimpath -o DIR/ ./cmd/gatehouse ./cmd/gatehouse-proxy ./test/bench/proxy/bareproxy)")
 )
 
 // build builds the proxy and bareproxy; proxy is the command line that runs
 // the proxy, before its flags.
 func build() (proxy []string, bare string, err error) {
 	buildOnce.Do(func() {
+		if *prebuilt != "" {
+			binDir = *prebuilt
+			return
+		}
 		if binDir, buildErr = os.MkdirTemp("", "gatehouse-proxybench-bin-"); buildErr != nil {
 			return
 		}
