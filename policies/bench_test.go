@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -481,16 +482,19 @@ func measureRounds(b *testing.B, rounds int, fn func(i int)) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
+	gc0 := readGCStats()
 	for i := 0; i < b.N; i++ {
 		t := time.Now()
 		fn(i)
 		lat[i] = time.Since(t)
 	}
+	gc1 := readGCStats()
 	cpu1 := processCPU()
 	b.StopTimer()
 	if cpu0 >= 0 {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
+	gc1.report(b, gc0)
 	if per := b.N / rounds; per >= 100 {
 		p99s := make([]float64, rounds)
 		for r := range rounds {
@@ -503,6 +507,56 @@ func measureRounds(b *testing.B, rounds int, fn func(i int)) {
 	}
 	b.ReportMetric(percentile(lat, 0.50), "p50-µs")
 	b.ReportMetric(percentile(lat, 0.99), "p99-µs")
+}
+
+// gcStats are the runtime's counts of garbage collection: the cycles
+// completed, and the CPU its marking and pauses took and all of the
+// process's, as the runtime estimates them (runtime/metrics' /cpu/classes).
+type gcStats struct {
+	cycles          uint64
+	gcCPU, totalCPU float64
+}
+
+var gcSamples = []string{
+	"/gc/cycles/total:gc-cycles",
+	"/cpu/classes/gc/mark/assist:cpu-seconds",
+	"/cpu/classes/gc/mark/dedicated:cpu-seconds",
+	"/cpu/classes/gc/mark/idle:cpu-seconds",
+	"/cpu/classes/gc/pause:cpu-seconds",
+	"/cpu/classes/total:cpu-seconds",
+}
+
+func readGCStats() gcStats {
+	samples := make([]metrics.Sample, len(gcSamples))
+	for i, name := range gcSamples {
+		samples[i].Name = name
+	}
+	metrics.Read(samples)
+	var s gcStats
+	for _, m := range samples {
+		switch {
+		case m.Value.Kind() == metrics.KindUint64:
+			s.cycles = m.Value.Uint64()
+		case m.Value.Kind() != metrics.KindFloat64:
+			// not supported by this runtime
+		case m.Name == "/cpu/classes/total:cpu-seconds":
+			s.totalCPU = m.Value.Float64()
+		default:
+			s.gcCPU += m.Value.Float64()
+		}
+	}
+	return s
+}
+
+// report gives the garbage collection between before and s: the cycles
+// completed (gc-cycles), and the share of the process's CPU that marking
+// and pauses took (gc-cpu-%; the runtime updates its estimates at the end
+// of each cycle, so the share is that of the cycles completed).
+func (s gcStats) report(b *testing.B, before gcStats) {
+	b.ReportMetric(float64(s.cycles-before.cycles), "gc-cycles")
+	if total := s.totalCPU - before.totalCPU; total > 0 {
+		b.ReportMetric(100*(s.gcCPU-before.gcCPU)/total, "gc-cpu-%")
+	}
 }
 
 // percentile sorts lat and returns its p-th percentile in µs.
