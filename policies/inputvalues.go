@@ -81,8 +81,8 @@ func checksIndex(c *Checks) int {
 func (v *inputValues) input(in *Input, checks *Checks) ast.Value {
 	k := v.keys
 	terms := termSlab{ts: make([]ast.Term, 0, 7)}
-	items := make([][2]*ast.Term, 0, 7)
-	items = append(items,
+	var buf [7][2]*ast.Term // NewObject copies the items: no allocation for them
+	items := append(buf[:0],
 		terms.item(k.user, v.user(&in.User)),
 		terms.item(k.extension, ast.String(in.Extension)),
 		terms.item(k.request, v.request(&in.Request)),
@@ -245,7 +245,19 @@ const (
 // hash, and a collision must not hand out another's value.
 type valueCache[K comparable, S any] struct {
 	seed  maphash.Seed
-	slots []atomic.Pointer[cachedValue[K, S]]
+	slots []valueSlot[K, S]
+}
+
+// valueSlot keeps the hash of its value's key beside the pointer to it, so
+// that a lookup reads one cache line per set (four slots of 16 bytes) and
+// follows a pointer only where the hash matches: on a miss in a full set,
+// following all four cost four reads from memory. The hash is a hint,
+// written after the pointer: a lookup that sees a new hash with the old
+// value still compares the value's own hash and key, and one that sees the
+// old hash with the new value misses and builds it again.
+type valueSlot[K comparable, S any] struct {
+	hash  atomic.Uint64
+	value atomic.Pointer[cachedValue[K, S]]
 }
 
 type cachedValue[K comparable, S any] struct {
@@ -258,7 +270,7 @@ type cachedValue[K comparable, S any] struct {
 // newValueCache returns a cache of n slots, a power of two of at least
 // cacheWays.
 func newValueCache[K comparable, S any](seed maphash.Seed, n int) valueCache[K, S] {
-	return valueCache[K, S]{seed: seed, slots: make([]atomic.Pointer[cachedValue[K, S]], n)}
+	return valueCache[K, S]{seed: seed, slots: make([]valueSlot[K, S], n)}
 }
 
 func (c *valueCache[K, S]) get(key K, src S, same func(a, b S) bool, build func() ast.Value) ast.Value {
@@ -270,7 +282,13 @@ func (c *valueCache[K, S]) get(key K, src S, same func(a, b S) bool, build func(
 	slot := int(h>>62) % cacheWays
 	free := false
 	for i := range set {
-		e := set[i].Load()
+		if set[i].hash.Load() != h {
+			if !free && set[i].value.Load() == nil {
+				slot, free = i, true
+			}
+			continue
+		}
+		e := set[i].value.Load()
 		switch {
 		case e == nil:
 			if !free {
@@ -284,7 +302,8 @@ func (c *valueCache[K, S]) get(key K, src S, same func(a, b S) bool, build func(
 		}
 	}
 	value := build()
-	set[slot].Store(&cachedValue[K, S]{hash: h, key: key, src: cloneSource(src), value: value})
+	set[slot].value.Store(&cachedValue[K, S]{hash: h, key: key, src: cloneSource(src), value: value})
+	set[slot].hash.Store(h)
 	return value
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -14,11 +13,16 @@ import (
 // user's groups. The engine puts them in input.user.roles before every
 // evaluation, so that rules can select on them (see generateGrants).
 type roleIndex struct {
-	defaults []string
-	users    map[string][]string
-	groups   map[string][]string
-	// names holds a Rego string of every role and bound group, made once:
+	// The roles of the defaults, of each user id and of each group, as
+	// ranks: a role's place in the sorted list of every role held (terms).
+	// A user's roles are then a sort of a few integers, not of strings.
+	defaults []int32
+	users    map[string][]int32
+	groups   map[string][]int32
+	// terms holds a Rego string of every role held, by rank, made once:
 	// each string made per decision is an allocation.
+	terms []*ast.Term
+	// names holds a Rego string of every role and bound group.
 	names map[string]*ast.Term
 }
 
@@ -29,24 +33,41 @@ func newRoleIndex(data map[string]any) (*roleIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &roleIndex{defaults: d.Config.DefaultRoles, users: d.Bindings.Users, groups: d.Bindings.Groups, names: map[string]*ast.Term{}}
-	name := func(s string) {
-		if _, ok := x.names[s]; !ok {
-			x.names[s] = ast.StringTerm(s)
+	var held []string
+	for _, bound := range []map[string][]string{d.Bindings.Users, d.Bindings.Groups} {
+		for _, roles := range bound {
+			held = append(held, roles...)
 		}
 	}
-	for _, r := range x.defaults {
-		name(r)
+	held = append(held, d.Config.DefaultRoles...)
+	slices.Sort(held) // byte order, as strings.Compare and Rego's sort
+	held = slices.Compact(held)
+	x := &roleIndex{
+		users: make(map[string][]int32, len(d.Bindings.Users)), groups: make(map[string][]int32, len(d.Bindings.Groups)),
+		terms: make([]*ast.Term, len(held)), names: make(map[string]*ast.Term, len(held)+len(d.Bindings.Groups)),
 	}
-	for _, held := range []map[string][]string{x.users, x.groups} {
-		for _, roles := range held {
-			for _, r := range roles {
-				name(r)
-			}
+	rank := make(map[string]int32, len(held))
+	for i, r := range held {
+		rank[r] = int32(i)
+		x.terms[i] = ast.StringTerm(r)
+		x.names[r] = x.terms[i]
+	}
+	ranks := func(roles []string) []int32 {
+		out := make([]int32, len(roles))
+		for i, r := range roles {
+			out[i] = rank[r]
 		}
+		return out
 	}
-	for g := range x.groups {
-		name(g)
+	x.defaults = ranks(d.Config.DefaultRoles)
+	for u, roles := range d.Bindings.Users {
+		x.users[u] = ranks(roles)
+	}
+	for g, roles := range d.Bindings.Groups {
+		x.groups[g] = ranks(roles)
+		if _, ok := x.names[g]; !ok {
+			x.names[g] = ast.StringTerm(g)
+		}
 	}
 	return x, nil
 }
@@ -70,23 +91,17 @@ func decodeData(data map[string]any) (*Data, error) {
 // roles returns the user's roles as a Rego array, sorted and without
 // repeats, of the terms made once for each role.
 func (x *roleIndex) roles(u *User) ast.Value {
-	n := len(x.defaults) + len(x.users[u.ID])
+	var buf [32]int32 // a user holds a few roles: no allocation to collect them
+	ranks := append(buf[:0], x.defaults...)
+	ranks = append(ranks, x.users[u.ID]...)
 	for _, g := range u.Groups {
-		n += len(x.groups[g])
+		ranks = append(ranks, x.groups[g]...)
 	}
-	out := make([]*ast.Term, 0, n)
-	add := func(roles []string) {
-		for _, r := range roles {
-			out = append(out, x.names[r])
-		}
+	slices.Sort(ranks) // ranks sort as the names do
+	ranks = slices.Compact(ranks)
+	out := make([]*ast.Term, len(ranks))
+	for i, r := range ranks {
+		out[i] = x.terms[r] // one term per role: equal roles are the same term
 	}
-	add(x.defaults)
-	add(x.users[u.ID])
-	for _, g := range u.Groups {
-		add(x.groups[g])
-	}
-	slices.SortFunc(out, func(a, b *ast.Term) int {
-		return strings.Compare(string(a.Value.(ast.String)), string(b.Value.(ast.String)))
-	})
-	return ast.NewArray(slices.Compact(out)...) // one term per role: equal roles are the same term
+	return ast.NewArray(out...)
 }
