@@ -55,8 +55,8 @@ func TestProjectScopedClustersFromYAMLToDecision(t *testing.T) {
 			if err := engine.Load(context.Background(), b); err != nil {
 				t.Fatal(err)
 			}
-			target := index.Application("team-a", "web")
-			if target == nil {
+			target := &authz.Target{}
+			if !index.Application("team-a", "web", target) {
 				t.Fatal("team-a/web is not in the snapshot")
 			}
 			id := &authn.Identity{UserID: "alice", Username: "alice@example.com", Groups: []string{"my-org:team-a"}}
