@@ -66,9 +66,7 @@ func TestManifestColumnsRefusesWhatDisagrees(t *testing.T) {
 		{"a size missing", func(c *ManifestColumns) { c.Sizes = c.Sizes[1:] }, "columns disagree"},
 		{"a mode too many", func(c *ManifestColumns) { c.Modes = append(c.Modes, 0o644) }, "columns disagree"},
 		{"a hash cut short", func(c *ManifestColumns) { c.Sha256 = c.Sha256[:95] }, "columns disagree"},
-		{"a path missing", func(c *ManifestColumns) {
-			c.Paths = c.Paths[:strings.LastIndexByte(string(c.Paths[:len(c.Paths)-1]), 0)+1]
-		}, "2 paths for 3 files"},
+		{"a path missing", func(c *ManifestColumns) { c.Paths = c.Paths[:strings.LastIndexByte(string(c.Paths[:len(c.Paths)-1]), 0)+1] }, "2 paths for 3 files"},
 		{"no final NUL", func(c *ManifestColumns) { c.Paths = c.Paths[:len(c.Paths)-1] }, "2 paths for 3 files"},
 		{"a path too many", func(c *ManifestColumns) { c.Paths = append(c.Paths, "extra\x00"...) }, "more paths"},
 		{"an unknown kind", func(c *ManifestColumns) { c.Kinds[1] = 99 }, "unknown file kind"},
