@@ -28,24 +28,6 @@ var scaleProfileDir = flag.String("scalebench.cpuprofile-dir", "", "write the co
 // 100,000.
 var scaleSteps = []int{1000, 10000, 50000, 100000}
 
-// scaleStepsFlag replaces the steps after the first (a quick run: "2000").
-var scaleStepsFlag = flag.String("scalebench.steps", "", "comma-separated Application counts to step through after 1,000 (default 10000,50000,100000)")
-
-func scaleStepList() ([]int, error) {
-	if *scaleStepsFlag == "" {
-		return scaleSteps, nil
-	}
-	steps := []int{scaleSteps[0]}
-	for f := range strings.SplitSeq(*scaleStepsFlag, ",") {
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= steps[len(steps)-1] {
-			return nil, fmt.Errorf("-scalebench.steps: %q is not an Application count above the one before", f)
-		}
-		steps = append(steps, n)
-	}
-	return steps, nil
-}
-
 const (
 	scaleClusters = 1000
 	scaleStarts   = 3    // controller processes per step: the rounds
@@ -152,11 +134,7 @@ func BenchmarkControllerScale(b *testing.B) {
 	var s strings.Builder
 	fmt.Fprintf(&s, "\ncontroller at scale: %d AppProjects, %d clusters; reference: %d Applications; load average %.2f at the start\n",
 		numProjects, scaleClusters, scaleSteps[0], testkit.LoadAvg())
-	steps, err := scaleStepList()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, n := range steps {
+	for _, n := range scaleSteps {
 		start := time.Now()
 		if err := createAll(ctx, c.client, scaleApps(have, n), scaleWorkers); err != nil {
 			b.Fatal(err)
