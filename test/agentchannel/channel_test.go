@@ -130,8 +130,10 @@ func TestCorruptedContentIsNackedThenRetriedCleanly(t *testing.T) {
 
 	// The next download has one byte flipped after TLS, as a faulty
 	// middlebox or memory error would: the file hash no longer matches.
+	// The change is larger than a delta carries inline (64 KiB), so it is
+	// downloaded whether it comes as a delta or in full.
 	corrupt.next.Store(1)
-	policy := strings.Repeat("package gatehouse\n", 1000)
+	policy := strings.Repeat("package gatehouse\n", 5000)
 	v2 := cp.publish(t, map[string]string{"config/a.json": "{}", "policies/p.rego": policy})
 	eventually(t, wait, "v2 applied after a clean retry", func() bool {
 		return cp.agent(t, "agent-1").VersionServed == v2.Version() && sa.volumeVersion() == v2.Version()
