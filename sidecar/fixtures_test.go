@@ -45,6 +45,23 @@ func snapshotOf(version string, files ...fileSpec) (*Manifest, map[string][]byte
 	return m, bySHA
 }
 
+// fillMissing writes every file st lacks from bySHA, as a download would.
+func fillMissing(t *testing.T, st *Stage, bySHA map[string][]byte) {
+	t.Helper()
+	for _, i := range st.Missing() {
+		fw, err := st.Create(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fw.Write(bySHA[st.Manifest().Files[i].SHA256]); err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // contentFrom is a content func serving bySHA, like the agent's.
 func contentFrom(bySHA map[string][]byte) func(string) ([]byte, error) {
 	return func(sum string) ([]byte, error) {

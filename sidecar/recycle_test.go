@@ -141,19 +141,7 @@ func TestStageListsOnlyTheRecycledDirectoriesThatChanged(t *testing.T) {
 		if st.rec.listed != wantListed || st.rec.listed+st.rec.unlisted != 3 {
 			t.Errorf("touched %v: %d directories listed, %d taken from v1's record; want %d listed of 3", touch, st.rec.listed, st.rec.unlisted, wantListed)
 		}
-		for _, i := range st.Missing() {
-			f := st.Manifest().Files[i]
-			fw, err := st.Create(i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := fw.Write(bySHA[f.SHA256]); err != nil {
-				t.Fatal(err)
-			}
-			if err := fw.Finish(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fillMissing(t, st, bySHA)
 		if err := st.Commit(); err != nil {
 			t.Fatal(err)
 		}

@@ -148,19 +148,7 @@ func testStageLinks(t *testing.T, base []fileSpec, tests []stageLinkCase) {
 			if !slices.Equal(missing, tt.wantMissing) || st.Linked() != tt.wantLinked {
 				t.Fatalf("Missing = %v, Linked = %d; want %v, %d", missing, st.Linked(), tt.wantMissing, tt.wantLinked)
 			}
-			for _, i := range st.Missing() {
-				f := st.Manifest().Files[i]
-				fw, err := st.Create(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := fw.Write(bySHA[f.SHA256]); err != nil {
-					t.Fatal(err)
-				}
-				if err := fw.Finish(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fillMissing(t, st, bySHA)
 			if err := st.Commit(); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
