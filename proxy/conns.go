@@ -75,7 +75,11 @@ var errHeaderTooLarge = fmt.Errorf("net/http: server response headers exceeded %
 // whoever reads resp.Body, and its Close gives the connection back. A
 // request that failed on a kept-alive connection before any byte of an
 // answer came back is sent again (on the next idle connection, or a new
-// one): the backend had closed it.
+// one): the backend had closed it. A header timeout is not that: the
+// backend has the request and is slow, and net/http's Transport does not
+// send it again either. Retrying it sent a hanging backend the request
+// twice and, with the request's own deadline about to end, turned a 504
+// into a 502 for a dial cut short.
 func (p *connPool) roundTrip(req *http.Request) (*http.Response, error) {
 	if err := validHeader(req.Header); err != nil {
 		return nil, err
@@ -90,7 +94,7 @@ func (p *connPool) roundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		pc.close()
-		if !pc.reused || pc.nread > 0 || req.Context().Err() != nil {
+		if !pc.reused || pc.nread > 0 || req.Context().Err() != nil || isTimeout(err) {
 			return nil, err
 		}
 	}

@@ -180,6 +180,49 @@ func TestConnPoolRetriesAClosedKeepAlive(t *testing.T) {
 	}
 }
 
+// TestConnPoolNeverRetriesATimeout: a kept-alive connection whose backend
+// takes the request and does not answer within the header timeout fails the
+// request; it is not sent again on a new connection, as a closed
+// kept-alive one is. The request has no deadline of its own, so only the
+// header timeout ends it.
+func TestConnPoolNeverRetriesATimeout(t *testing.T) {
+	var requests atomic.Int32
+	rb := newRawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			if requests.Add(1) > 1 {
+				continue // taken, never answered: the next read waits for the client to go
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	d := &net.Dialer{Timeout: time.Second}
+	p := newConnPool(d.DialContext, transportKey{maxIdlePerHost: 4, idleTimeout: time.Minute, headerTimeout: 100 * time.Millisecond})
+	defer p.closeIdle()
+	resp, err := get(t, p, context.Background(), rb.url()+"/first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	resp, err = get(t, p, context.Background(), rb.url()+"/hangs")
+	if err == nil {
+		_ = resp.Body.Close()
+		t.Fatal("an answer from a backend that never answers")
+	}
+	if !isTimeout(err) || isDialError(err) {
+		t.Fatalf("err %v, want a read timeout", err)
+	}
+	<-rb.closed
+	if n := len(rb.accepted); n != 1 {
+		t.Fatalf("%d connections, want 1: the request that timed out was sent again", n)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("the backend got %d requests, want 2", n)
+	}
+}
+
 // TestConnPoolHeaderBound: an answer whose header passes the bound net/http's
 // Transport sets (maxResponseHeaderBytes) fails, and its connection is
 // closed.
