@@ -151,15 +151,9 @@ func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app
 		return fmt.Sprintf("AppProject %q has an invalid %s annotation (%v); ask an administrator to fix it",
 			proj.Name, gatehousev1.AnnotationMaxApplications, err), nil
 	}
-	apps, err := r.cluster.ApplicationsOfProject(ctx, proj.Name)
+	existing, err := r.othersInProject(ctx, proj.Name, limit, AppRef{Namespace: app.Namespace, Name: app.Name})
 	if err != nil {
-		return "", fmt.Errorf("list Applications of project %q: %w", proj.Name, err)
-	}
-	existing := 0
-	for _, a := range apps {
-		if a.Namespace != app.Namespace || a.Name != app.Name {
-			existing++
-		}
+		return "", err
 	}
 	if existing >= limit {
 		return fmt.Sprintf(
@@ -167,6 +161,37 @@ func (r *Rules) quotaProblem(ctx context.Context, proj *v1alpha1.AppProject, app
 			proj.Name, limit, gatehousev1.AnnotationMaxApplications, existing), nil
 	}
 	return "", nil
+}
+
+// othersInProject counts the project's Applications other than ref, exactly
+// when the count reaches limit. Below it the per-namespace counts decide
+// alone: ref is new to the project on every review that reaches the quota
+// (a CREATE, or an UPDATE that changes spec.project), so only a cache
+// that has not caught up could hold it, and only at the limit does that
+// change the verdict.
+func (r *Rules) othersInProject(ctx context.Context, project string, limit int, ref AppRef) (int, error) {
+	counts, err := r.cluster.NamespacesOfProject(ctx, project)
+	if err != nil {
+		return 0, fmt.Errorf("count Applications of project %q: %w", project, err)
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total < limit || counts[ref.Namespace] == 0 {
+		return total, nil
+	}
+	apps, err := r.cluster.ApplicationsOfProject(ctx, project)
+	if err != nil {
+		return 0, fmt.Errorf("list Applications of project %q: %w", project, err)
+	}
+	others := 0
+	for _, a := range apps {
+		if a != ref {
+			others++
+		}
+	}
+	return others, nil
 }
 
 func parseLimit(raw string) (int, error) {

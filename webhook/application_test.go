@@ -153,6 +153,13 @@ func (c failingCluster) ApplicationsOfProject(ctx context.Context, project strin
 	return c.MemoryCluster.ApplicationsOfProject(ctx, project)
 }
 
+func (c failingCluster) NamespacesOfProject(ctx context.Context, project string) (map[string]int, error) {
+	if c.appsErr != nil {
+		return nil, c.appsErr
+	}
+	return c.MemoryCluster.NamespacesOfProject(ctx, project)
+}
+
 var errUnavailable = errors.New("watch cache unavailable")
 
 // checkClusterError asserts the rules surfaced the cluster's error, wrapped

@@ -134,23 +134,30 @@ func (r *Rules) strandedBy(ctx context.Context, s *settings.Settings, old, proj 
 	if slices.Equal(old.Spec.SourceNamespaces, proj.Spec.SourceNamespaces) {
 		return nil, nil
 	}
+	counts, err := r.cluster.NamespacesOfProject(ctx, proj.Name)
+	if err != nil {
+		return nil, fmt.Errorf("count Applications of project %q: %w", proj.Name, err)
+	}
+	before := r.patterns.Compile(old.Spec.SourceNamespaces)
+	after := r.patterns.Compile(proj.Spec.SourceNamespaces)
+	// Decided per namespace, so an edit that strands nothing costs one step
+	// per namespace; only a refusal names the Applications.
+	lost := map[string]bool{}
+	for ns, n := range counts {
+		if n > 0 && r.namespaceStranded(s, before, after, ns) {
+			lost[ns] = true
+		}
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
 	refs, err := r.cluster.ApplicationsOfProject(ctx, proj.Name)
 	if err != nil {
 		return nil, fmt.Errorf("list Applications of project %q: %w", proj.Name, err)
 	}
-	before := r.patterns.Compile(old.Spec.SourceNamespaces)
-	after := r.patterns.Compile(proj.Spec.SourceNamespaces)
-	// A project's Applications share few namespaces: decide each namespace
-	// once, so the cost grows with namespaces, not with Applications.
-	decided := map[string]bool{}
 	var stranded []AppRef
 	for _, ref := range refs {
-		lost, seen := decided[ref.Namespace]
-		if !seen {
-			lost = r.namespaceStranded(s, before, after, ref.Namespace)
-			decided[ref.Namespace] = lost
-		}
-		if lost {
+		if lost[ref.Namespace] {
 			stranded = append(stranded, ref)
 		}
 	}

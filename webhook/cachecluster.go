@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 
@@ -40,6 +41,13 @@ type cacheCluster struct {
 	mu       sync.RWMutex
 	projects map[string]*v1alpha1.AppProject
 	synced   func() bool
+
+	// census counts Applications by project and namespace, kept from the
+	// Application informer's events: the rules' per-namespace decisions
+	// (stranding, quotas) read it instead of the project's Applications.
+	censusMu     sync.RWMutex
+	census       map[string]map[string]int
+	censusSynced func() bool
 }
 
 // newCacheCluster reads AppProjects from controlPlaneNamespace and
@@ -50,7 +58,11 @@ func newCacheCluster(ctx context.Context, c cache.Cache, controlPlaneNamespace s
 	if err != nil {
 		return nil, err
 	}
-	cc := &cacheCluster{apps: apps, controlPlaneNamespace: controlPlaneNamespace, projects: map[string]*v1alpha1.AppProject{}}
+	cc := &cacheCluster{apps: apps, controlPlaneNamespace: controlPlaneNamespace,
+		projects: map[string]*v1alpha1.AppProject{}, census: map[string]map[string]int{}}
+	if err := cc.countApplications(ctx, c); err != nil {
+		return nil, err
+	}
 	inf, err := c.GetInformer(ctx, &v1alpha1.AppProject{})
 	if err != nil {
 		return nil, fmt.Errorf("watch AppProjects: %w", err)
@@ -90,6 +102,9 @@ func (c *cacheCluster) Ready(*http.Request) error {
 	if !c.synced() {
 		return errors.New("AppProjects not loaded yet")
 	}
+	if !c.censusSynced() {
+		return errors.New("Applications not counted yet")
+	}
 	return nil
 }
 
@@ -114,6 +129,73 @@ func (c *cacheCluster) remove(obj any) {
 	c.mu.Lock()
 	delete(c.projects, p.Name)
 	c.mu.Unlock()
+}
+
+// countApplications keeps the census from the Application informer.
+func (c *cacheCluster) countApplications(ctx context.Context, ca cache.Cache) error {
+	inf, err := ca.GetInformer(ctx, &v1alpha1.Application{})
+	if err != nil {
+		return fmt.Errorf("watch Applications: %w", err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.count(obj, 1) },
+		UpdateFunc: c.recount,
+		DeleteFunc: func(obj any) { c.count(obj, -1) },
+	})
+	if err != nil {
+		return fmt.Errorf("count Applications: %w", err)
+	}
+	c.censusSynced = reg.HasSynced
+	return nil
+}
+
+// recount moves an updated Application between census entries.
+func (c *cacheCluster) recount(old, cur any) {
+	o, ok1 := old.(*v1alpha1.Application)
+	n, ok2 := cur.(*v1alpha1.Application)
+	if ok1 && ok2 && o.ProjectName() == n.ProjectName() && o.Namespace == n.Namespace {
+		return // a resync, or an edit that moves nothing
+	}
+	c.count(old, -1)
+	c.count(cur, 1)
+}
+
+// count adds delta to the census entry of obj's project and namespace,
+// dropping entries that reach zero so that a project's map holds only the
+// namespaces it has Applications in.
+func (c *cacheCluster) count(obj any, delta int) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	app, ok := obj.(*v1alpha1.Application)
+	if !ok {
+		return
+	}
+	project := app.ProjectName()
+	c.censusMu.Lock()
+	defer c.censusMu.Unlock()
+	byNS := c.census[project]
+	if byNS == nil {
+		byNS = map[string]int{}
+		c.census[project] = byNS
+	}
+	n := byNS[app.Namespace] + delta
+	switch {
+	case n > 0:
+		byNS[app.Namespace] = n
+	default:
+		delete(byNS, app.Namespace)
+		if len(byNS) == 0 {
+			delete(c.census, project)
+		}
+	}
+}
+
+// NamespacesOfProject implements Cluster.
+func (c *cacheCluster) NamespacesOfProject(_ context.Context, project string) (map[string]int, error) {
+	c.censusMu.RLock()
+	defer c.censusMu.RUnlock()
+	return maps.Clone(c.census[project]), nil
 }
 
 // Project implements Cluster. The object is shared with the cache: the

@@ -24,4 +24,9 @@ type Cluster interface {
 	// ApplicationsOfProject lists the Applications, in every namespace,
 	// whose spec.project (empty meaning "default") is project.
 	ApplicationsOfProject(ctx context.Context, project string) ([]AppRef, error)
+	// NamespacesOfProject counts the Applications of project in each
+	// namespace: the rules decide by namespace, and a project's
+	// Applications share few of them, so a review costs one step per
+	// namespace instead of one per Application. The map is the caller's.
+	NamespacesOfProject(ctx context.Context, project string) (map[string]int, error)
 }

@@ -42,6 +42,17 @@ func (c *MemoryCluster) Project(_ context.Context, name string) (*v1alpha1.AppPr
 	return c.projects[name], nil
 }
 
+// NamespacesOfProject implements Cluster.
+func (c *MemoryCluster) NamespacesOfProject(_ context.Context, project string) (map[string]int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	counts := map[string]int{}
+	for _, ref := range c.apps[project] {
+		counts[ref.Namespace]++
+	}
+	return counts, nil
+}
+
 // ApplicationsOfProject implements Cluster.
 func (c *MemoryCluster) ApplicationsOfProject(_ context.Context, project string) ([]AppRef, error) {
 	c.mu.RLock()

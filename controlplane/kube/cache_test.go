@@ -45,7 +45,8 @@ func TestStripSecretKeepsClusterScope(t *testing.T) {
 }
 
 // TestBundleCacheOptionsWidenOnlyConfigMaps: the stored PolicyBundles'
-// namespace is added to the ConfigMap watch alone. (The webhook's options
+// namespace is added to the ConfigMap watch alone; Applications stay
+// watched in every namespace. (The webhook's options
 // once shared one namespace map between AppProjects and ConfigMaps, so the
 // controller also watched AppProjects in Gatehouse's namespace, which its
 // RBAC must then have granted.)
@@ -62,6 +63,8 @@ func TestBundleCacheOptionsWidenOnlyConfigMaps(t *testing.T) {
 			want = []string{"argocd", "gatehouse-system"}
 		case *gatehousev1.PolicyBundle:
 		case *v1alpha1.AppProject:
+		case *v1alpha1.Application:
+			want = nil // every namespace: an entry for its transform only
 		default:
 			t.Errorf("unexpected cache entry %T", obj)
 		}
