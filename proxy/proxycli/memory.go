@@ -11,7 +11,7 @@ package proxycli
 // marks (docs/performance.md, issue 27 §2, third session). The soft limit of
 // 72 MiB bounds that headroom: when a snapshot swap or a larger snapshot
 // brings the heap near it, the collector runs earlier. The peak resident
-// size is about the limit plus ~25 MB of the binary's mapped code and data,
+// size is about the limit plus ~17 MB of the binary's mapped code and data,
 // so at 80 MiB with this GOGC the proxy peaked at 100.5 MB during snapshot
 // swaps; 72 MiB keeps it under 100 MB at 10,000 Applications. Raise the limit for much
 // larger snapshots, or the collector runs more often as the live heap nears
