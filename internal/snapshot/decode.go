@@ -29,11 +29,13 @@ func Decode(get func(path string) ([]byte, bool)) (*Content, error) { return new
 // Contents it returns share those Applications and projects: treat them as
 // read-only, as every Content. Not safe for concurrent use.
 type Decoder struct {
-	apps     map[string][]Application
+	// apps are the Applications of each shard, packed so that what is
+	// kept between snapshots holds no pointer (appShard).
+	apps     map[string]appShard
 	projects map[string][]Project
 	// next are the shards of the snapshot being decoded, which become the
 	// memory once it decodes: the memory holds one snapshot's shards.
-	nextApps     map[string][]Application
+	nextApps     map[string]appShard
 	nextProjects map[string][]Project
 	// strict is whether the snapshot being decoded is of the reader's own
 	// schema: only then is an unknown field or file an error.
@@ -46,7 +48,7 @@ type Decoder struct {
 // Decode is the package's Decode, taking unchanged shards from the last
 // snapshot this Decoder decoded without an error.
 func (d *Decoder) Decode(get func(path string) ([]byte, bool)) (*Content, error) {
-	d.nextApps, d.nextProjects = map[string][]Application{}, map[string][]Project{}
+	d.nextApps, d.nextProjects = map[string]appShard{}, map[string][]Project{}
 	c, err := d.decode(get)
 	if err == nil {
 		d.apps, d.projects = d.nextApps, d.nextProjects
@@ -174,21 +176,25 @@ func (d *Decoder) decodeFile(c *Content, e indexEntry, b []byte) error {
 	case e.Path == authFile:
 		return d.json(b, &c.Auth)
 	case dir == applicationsDir:
-		apps, ok := d.apps[e.Path+"\x00"+e.SHA256]
-		if !ok {
-			var doc applicationsDoc
-			if err := d.json(b, &doc); err != nil {
-				return err
-			}
-			for _, a := range doc.Applications {
-				if ApplicationShard(a.Key()) != e.Path {
-					return fmt.Errorf("application %q belongs in %s", a.Key(), ApplicationShard(a.Key()))
-				}
-			}
-			apps = doc.Applications
+		key := e.Path + "\x00" + e.SHA256
+		if shard, ok := d.apps[key]; ok {
+			d.nextApps[key] = shard
+			c.Applications = shard.appendTo(c.Applications)
+			return nil
 		}
-		d.nextApps[e.Path+"\x00"+e.SHA256] = apps
-		c.Applications = append(c.Applications, apps...)
+		var doc applicationsDoc
+		if err := d.json(b, &doc); err != nil {
+			return err
+		}
+		for _, a := range doc.Applications {
+			if ApplicationShard(a.Key()) != e.Path {
+				return fmt.Errorf("application %q belongs in %s", a.Key(), ApplicationShard(a.Key()))
+			}
+		}
+		if shard, ok := packApps(doc.Applications); ok {
+			d.nextApps[key] = shard
+		}
+		c.Applications = append(c.Applications, doc.Applications...)
 		return nil
 	case dir == projectsDir:
 		projects, ok := d.projects[e.Path+"\x00"+e.SHA256]
