@@ -64,8 +64,17 @@ func startFloor(dir string, payload []byte) (*floorServer, error) {
 	return fs, nil
 }
 
+// floorDeadline bounds each floor connection, both sides: a stalled peer
+// fails the run instead of hanging it (the whole floor of 1,000 agents
+// takes about 8 s on a quiet machine).
+const floorDeadline = 2 * time.Minute
+
 func (fs *floorServer) serve(c *tls.Conn) {
 	defer c.Close()
+	if c.SetDeadline(time.Now().Add(floorDeadline)) != nil {
+		fs.errs.Add(1)
+		return
+	}
 	for b := fs.payload; len(b) > 0; {
 		k := min(len(b), server.DefaultChunkBytes)
 		if _, err := c.Write(b[:k]); err != nil {
@@ -140,7 +149,7 @@ func runFloor(p *serverProc, caFile string, n int) (*floorResult, error) {
 	t0 := time.Now()
 	for i := range n {
 		wg.Go(func() {
-			k, err := floorClient(rep.Addr, agentIP(i), cfg)
+			k, err := floorClient(rep.Addr, agentIP(i), cfg, floorDeadline)
 			got.Add(k)
 			if err == nil && k != want {
 				err = fmt.Errorf("read %d bytes, want %d", k, want)
@@ -172,8 +181,9 @@ func runFloor(p *serverProc, caFile string, n int) (*floorResult, error) {
 }
 
 // floorClient dials from the agent's address (agentIP), with the retries a listen backlog full of a
-// thousand simultaneous dials may need, and reads to EOF.
-func floorClient(addr string, from net.IP, cfg *tls.Config) (int64, error) {
+// thousand simultaneous dials may need, and reads to EOF; the handshake and the read end with an
+// error once timeout has passed.
+func floorClient(addr string, from net.IP, cfg *tls.Config, timeout time.Duration) (int64, error) {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: from}}
 	var c net.Conn
 	var err error
@@ -189,5 +199,8 @@ func floorClient(addr string, from net.IP, cfg *tls.Config) (int64, error) {
 	}
 	tc := tls.Client(c, cfg)
 	defer tc.Close()
+	if err := tc.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
 	return io.Copy(io.Discard, tc)
 }
