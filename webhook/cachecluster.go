@@ -103,7 +103,7 @@ func (c *cacheCluster) Ready(*http.Request) error {
 		return errors.New("AppProjects not loaded yet")
 	}
 	if !c.censusSynced() {
-		return errors.New("Applications not counted yet")
+		return errors.New("the Applications are not counted yet")
 	}
 	return nil
 }
