@@ -43,13 +43,8 @@ func scaleSteps() ([]int, error) {
 
 const (
 	scaleClusters = 1000
-	scaleStarts   = 3 // controller processes per step: the rounds
-	// scaleReviews per review kind and round: at 100,000 Applications one
-	// collection cycle comes every few thousand reviews, so a window of
-	// 2,000 held one cycle or none and its figure swung 3× with that; 6,000
-	// hold several at every step, and the figure is the amortized cost.
-	scaleReviews = 6000
-	scaleWorkers = 16 // concurrent creates
+	scaleStarts   = 3  // controller processes per step: the rounds
+	scaleWorkers  = 16 // concurrent creates
 )
 
 // scaleApp is the k-th Application of the scale population: project k%1000,
@@ -99,7 +94,6 @@ type scaleFigures struct {
 	ready    time.Duration
 	settled  time.Duration
 	rss, hwm int64
-	cost     map[string]reviewCost // by review kind
 }
 
 // BenchmarkControllerScale runs `gatehouse controller` (webhook, agent
@@ -107,24 +101,23 @@ type scaleFigures struct {
 // holding 1,000, 10,000, 50,000 and 100,000 Applications, three processes
 // per step, and reports per step: the time to ready (caches synced, first
 // snapshot built), RSS after a forced collection, and the server's CPU per
-// review of each kind (scaleReviews each, 16 connections, /proc).
+// review of each kind (16 connections, /proc).
 //
 // The baseline of the CPU per review is measured in the same run, beside
 // each step: a second kube-apiserver and etcd hold the 1,000-Application
 // population throughout, a controller runs against each, and every kind is
-// measured on the reference, the step, and the reference again, one after
-// the other; the ratio is the step's over the mean of the two reference
-// measurements. A 1,000-step measured twenty minutes before the 100,000
-// one saw another machine (other work, another load); this ratio does not.
-// At the 1,000 step both clusters hold the same, so its ratios show the
-// method's own noise.
+// measured on both, interleaved in chunks (scale_interleave_test.go); the
+// ratio is the step's CPU per review over the reference's. A 1,000-step
+// measured twenty minutes before the 100,000 one saw another machine
+// (other work, another load); this ratio does not. At the 1,000 step both
+// clusters hold the same, so its ratios show the method's own noise.
 //
 // The headline ratios are measured with both API servers and etcds stopped
 // (SIGSTOP, neighbours_test.go): in a cluster the API server does not share
 // the webhook's two cores, and here, after each controller's start, the
 // 100,000-Application API server collects the garbage of the list it served
 // for seconds, on the cores the measured controller needs. Every kind is
-// measured again with them running, and their CPU in that window reported.
+// measured again with them running, and their CPU in that span reported.
 //
 // Issue 27 §3's targets: RSS ≤ 600 MB at 100,000; CPU per review at
 // 100,000 within 1.2× the reference's. The Applications are created between
@@ -195,7 +188,9 @@ func scaleApps(from, to int) []map[string]any {
 
 // reportScaleStep reports one step's rounds: RSS, ready, and per kind the
 // CPU per review and its ratio to the reference (median and max of the
-// rounds), the collector's share, and the collections each round saw.
+// rounds), the collector's share, the collections each round saw, the
+// spread of the step's chunks, and what the controller did besides
+// (snapshot builds and state changes during the spans).
 func reportScaleStep(b *testing.B, s *strings.Builder, n int, rounds []*scalePair) {
 	var rss, ready, settled []float64
 	for _, r := range rounds {
@@ -207,26 +202,30 @@ func reportScaleStep(b *testing.B, s *strings.Builder, n int, rounds []*scalePai
 	fmt.Fprintf(s, "apps=%d: RSS %s MB, ready in %s s, idle %s s later", n, spread(rss, "%.0f"), spread(ready, "%.1f"), spread(settled, "%.1f"))
 	worst, worstMax := 0.0, 0.0
 	for _, k := range reviewKinds {
-		var cpu, refCPU, ratio, gcCPU []float64
-		var gcs []string
+		var cpu, refCPU, ratio, gcCPU, running, nbCPU, chunkWorst []float64
+		var gcs, chunks []string
+		builds, changes := 0.0, 0.0
 		for _, r := range rounds {
-			st, rf := r.step.cost[k.name], r.ref[k.name]
-			cpu, refCPU, gcCPU = append(cpu, us(st.cpu)), append(refCPU, us(rf.cpu)), append(gcCPU, us(st.gcCPU))
-			ratio = append(ratio, float64(st.cpu)/float64(rf.cpu))
-			gcs = append(gcs, fmt.Sprintf("%d@%dMB", st.gcs, st.heapMB))
-		}
-		var running, nbCPU []float64
-		for _, r := range rounds {
-			running = append(running, float64(r.stepRunning[k.name].cpu)/float64(r.refRunning[k.name].cpu))
-			nbCPU = append(nbCPU, float64(r.neighbourCPU[k.name].Milliseconds()))
+			m, mr := r.stopped[k.name], r.running[k.name]
+			cpu, refCPU, gcCPU = append(cpu, us(m.step.cpu)), append(refCPU, us(m.ref.cpu)), append(gcCPU, us(m.step.gcCPU))
+			ratio = append(ratio, float64(m.step.cpu)/float64(m.ref.cpu))
+			gcs = append(gcs, fmt.Sprintf("%d@%dMB", m.step.gcs, m.step.heapMB))
+			chunks = append(chunks, chunkSpread(m.stepChunks))
+			chunkWorst = append(chunkWorst, worstChunk(m.stepChunks))
+			builds, changes = builds+m.builds+mr.builds, changes+m.changes+mr.changes
+			running = append(running, float64(mr.step.cpu)/float64(mr.ref.cpu))
+			nbCPU = append(nbCPU, float64(mr.nbCPU.Milliseconds()))
 		}
 		b.ReportMetric(median(cpu), k.name+"-cpu-us/review")
 		b.ReportMetric(median(ratio), k.name+"-cpu-x-ref")
+		b.ReportMetric(slices.Max(ratio), k.name+"-cpu-x-ref-max")
 		b.ReportMetric(median(running), k.name+"-cpu-x-ref-neighbours-running")
 		worst, worstMax = max(worst, median(ratio)), max(worstMax, slices.Max(ratio))
-		fmt.Fprintf(s, "; %s %s µs/review, reference %s µs (%s×; collector %s µs/review, collections by round %s; API servers running: %s×, their CPU in the step's window %s ms)",
+		fmt.Fprintf(s, "; %s %s µs/review, reference %s µs (%s×; collector %s µs/review, collections by round %s; "+
+			"the step's chunks by round %s µs, worst chunk %s× its round's median; snapshot builds %.0f, state changes %.0f; "+
+			"API servers running: %s×, their CPU in the span %s ms)",
 			k.name, spread(cpu, "%.0f"), spread(refCPU, "%.0f"), spread(ratio, "%.2f"), spread(gcCPU, "%.0f"), strings.Join(gcs, " "),
-			spread(running, "%.2f"), spread(nbCPU, "%.0f"))
+			strings.Join(chunks, " "), spread(chunkWorst, "%.2f"), builds, changes, spread(running, "%.2f"), spread(nbCPU, "%.0f"))
 	}
 	b.ReportMetric(worst, "worst-cpu-x-ref")
 	b.ReportMetric(worstMax, "worst-cpu-x-ref-max")
@@ -245,46 +244,21 @@ func spread(v []float64, format string) string {
 	return fmt.Sprintf(format+"/"+format+"/"+format, s[0], s[len(s)/2], s[len(s)-1])
 }
 
-// scalePair is one round of a step: the step's controller, and what each
-// kind cost the reference's controller (the mean of its measurements just
-// before and just after the step's).
+// scalePair is one round of a step: every kind measured on the step's
+// controller and the reference's, interleaved (scale_interleave_test.go),
+// first with the API servers and etcds stopped (the headline), then with
+// them running.
 type scalePair struct {
-	step *scaleFigures
-	ref  map[string]reviewCost
-	// The same measured again with the API servers and etcds running, and
-	// the neighbours' CPU in the step's window: what the headline figures
-	// (taken with them stopped) leave out.
-	stepRunning, refRunning map[string]reviewCost
-	neighbourCPU            map[string]time.Duration
-}
-
-// measureBeside measures kind k on the reference's controller, the step's
-// and the reference's again, and returns the reference's mean, the step's
-// cost, and the neighbours' CPU while the step's reviews ran.
-func measureBeside(rp, p *controllerProc, rcl, cl *loadClient, k reviewKind, nb neighbours) (ref, step reviewCost, nbCPU time.Duration, err error) {
-	before, err := rp.measureReviews(rcl, k, scaleReviews)
-	if err != nil {
-		return ref, step, 0, rp.failed(err)
-	}
-	nbBefore := nb.cpu()
-	if step, err = p.measureReviews(cl, k, scaleReviews); err != nil {
-		return ref, step, 0, p.failed(err)
-	}
-	nbCPU = nb.cpu() - nbBefore
-	after, err := rp.measureReviews(rcl, k, scaleReviews)
-	if err != nil {
-		return ref, step, 0, rp.failed(err)
-	}
-	return reviewCost{cpu: (before.cpu + after.cpu) / 2}, step, nbCPU, nil
+	step             *scaleFigures
+	stopped, running map[string]*interleaved
 }
 
 // measurePair starts a controller against the reference cluster and one
-// against the step's, waits until both are ready, and measures every kind
-// on the reference, the step and the reference again, in an order rotated
-// by round, so that no kind is always the first after the start: first
-// with the API servers and etcds stopped (the headline: the webhook's own
-// cost, as on a node without its API server), then with them running.
-// Then it stops both.
+// against the step's, waits until both are ready and idle, and measures
+// every kind on both, in an order rotated by round, so that no kind is
+// always the first after the start: first with the API servers and etcds
+// stopped (the headline: the webhook's own cost, as on a node without its
+// API server), then with them running. Then it stops both.
 func measurePair(ref, c *cluster, bin, label string, round int) (*scalePair, error) {
 	rp, err := startController(ref, bin, 5*time.Minute)
 	if err != nil {
@@ -296,8 +270,7 @@ func measurePair(ref, c *cluster, bin, label string, round int) (*scalePair, err
 		return nil, err
 	}
 	defer p.stop()
-	pr := &scalePair{step: &scaleFigures{ready: p.ready, cost: map[string]reviewCost{}}, ref: map[string]reviewCost{},
-		stepRunning: map[string]reviewCost{}, refRunning: map[string]reviewCost{}, neighbourCPU: map[string]time.Duration{}}
+	pr := &scalePair{step: &scaleFigures{ready: p.ready}, stopped: map[string]*interleaved{}, running: map[string]*interleaved{}}
 	for _, q := range []*controllerProc{rp, p} {
 		if err := q.collect(); err != nil {
 			return nil, q.failed(err)
@@ -320,19 +293,13 @@ func measurePair(ref, c *cluster, bin, label string, round int) (*scalePair, err
 	if err != nil {
 		return nil, err
 	}
+	rs, ss := side{p: rp, cl: rcl}, side{p: p, cl: cl}
 	for i := range reviewKinds {
 		k := reviewKinds[(i+round)%len(reviewKinds)]
-		cont, err := nb.stop()
-		if err != nil {
+		if pr.stopped[k.name], err = measureInterleaved(rs, ss, k, scaleChunks, nb, true); err != nil {
 			return nil, err
 		}
-		pr.ref[k.name], pr.step.cost[k.name], _, err = measureBeside(rp, p, rcl, cl, k, nb)
-		cont()
-		if err != nil {
-			return nil, err
-		}
-		pr.refRunning[k.name], pr.stepRunning[k.name], pr.neighbourCPU[k.name], err = measureBeside(rp, p, rcl, cl, k, nb)
-		if err != nil {
+		if pr.running[k.name], err = measureInterleaved(rs, ss, k, scaleChunksRunning, nb, false); err != nil {
 			return nil, err
 		}
 	}

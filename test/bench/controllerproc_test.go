@@ -26,6 +26,7 @@ type controllerProc struct {
 	exited      chan struct{}
 	port        int // the webhook's
 	profilePort int
+	metricsPort int           // the controller's metrics, plain HTTP on loopback
 	ready       time.Duration // from start until /readyz answered 200
 	settled     time.Duration // from the first collection after ready until idle (settle)
 }
@@ -33,7 +34,7 @@ type controllerProc struct {
 // startController starts bin's controller against c and waits until it is
 // ready. The caller stops it.
 func startController(c *cluster, bin string, readyWithin time.Duration) (*controllerProc, error) {
-	ports := make([]int, 3)
+	ports := make([]int, 4)
 	for i := range ports {
 		p, err := testkit.FreePort()
 		if err != nil {
@@ -41,10 +42,10 @@ func startController(c *cluster, bin string, readyWithin time.Duration) (*contro
 		}
 		ports[i] = p
 	}
-	p := &controllerProc{logs: &logBuffer{}, exited: make(chan struct{}), port: ports[0], profilePort: ports[2]}
+	p := &controllerProc{logs: &logBuffer{}, exited: make(chan struct{}), port: ports[0], profilePort: ports[2], metricsPort: ports[3]}
 	p.cmd = exec.Command(bin, "controller", "--kubeconfig", c.kubeconfig, "--control-plane-namespace", controlPlane,
 		"--cert-management", "external", "--webhook-cert-dir", c.certDir, "--webhook-port", strconv.Itoa(p.port),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", p.metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--log-level", "warn", "--profiling", "--profiling-bind-address", fmt.Sprintf("127.0.0.1:%d", p.profilePort))
 	p.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	// Newer controllers also serve agents (gRPC) by default: keep that on,
