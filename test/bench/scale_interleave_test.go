@@ -31,7 +31,7 @@ import (
 var scaleChunkFlag = flag.Int("scalebench.chunk", 5000, "reviews per chunk of the scale benchmark's interleaved measurement (about 1.5 s of one side's reviews); smaller for a quick check of the method, not for figures")
 
 const (
-	scaleChunks = 6 // per side and kind: 30,000 reviews at the default chunk
+	scaleChunks = 8 // per side and kind: 40,000 reviews at the default chunk
 	// With the API servers running the figure is context, not the
 	// headline: fewer chunks.
 	scaleChunksRunning = 2
