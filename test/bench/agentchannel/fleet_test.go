@@ -425,7 +425,7 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
 		AgentVersion: "bench-lean", CurrentVersion: current,
-		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline},
+		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline, agentv1.CapabilityColumns},
 	}}}, ""); err != nil {
 		return err
 	}
@@ -529,6 +529,16 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 func (a *leanAgent) versionSet(c *agentv1.ConfigAvailable) *versionSet {
 	if c.GetBaseVersion() == "" {
 		files := c.GetManifest().GetFiles()
+		if cols := c.GetManifestColumns(); cols != nil {
+			// Every agent reads the columns, as a real one does; the
+			// set is built once.
+			decoded, err := cols.Files()
+			if err != nil {
+				a.f.problems.add(fmt.Sprintf("%s: %v", benchAgentID(a.idx), err))
+				return nil
+			}
+			return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta { return agentv1.NewManifest(decoded).GetFiles() })
+		}
 		return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta { return files })
 	}
 	base := a.have.Load()
