@@ -425,7 +425,7 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
 		AgentVersion: "bench-lean", CurrentVersion: current,
-		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline, agentv1.CapabilityColumns},
+		Capabilities: leanCapabilities(),
 	}}}, ""); err != nil {
 		return err
 	}
@@ -470,6 +470,16 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 			}
 		}
 	}
+}
+
+// leanCapabilities are a real agent's, less confirm (no proxy here) and
+// less columns with -agentbench.columns=false.
+func leanCapabilities() []string {
+	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline}
+	if *columns {
+		caps = append(caps, agentv1.CapabilityColumns)
+	}
+	return caps
 }
 
 func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *leanAnnouncement, send func(*agentv1.Command, string) error) {
@@ -621,12 +631,19 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 	next := 0
 	file := sha256.New()
 	var got uint64 // bytes of files[want[next]] so far
+	// As sidecar.FileWriter and the agent's receiver: the hash and its
+	// checksum line without an allocation per file.
+	var sum [sha256.Size]byte
+	var hexSum [2 * sha256.Size]byte
+	var line []byte
 	finish := func() error {
 		f := files[want[next]]
-		if hex.EncodeToString(file.Sum(nil)) != f.GetSha256() {
+		hex.Encode(hexSum[:], file.Sum(sum[:0]))
+		if string(hexSum[:]) != f.GetSha256() {
 			return fmt.Errorf("file %s does not verify", f.GetPath())
 		}
-		total.Write([]byte(f.GetSha256() + "\n")) // the header's checksum covers the file hashes in order
+		line = append(append(line[:0], f.GetSha256()...), '\n')
+		total.Write(line) // the header's checksum covers the file hashes in order
 		file.Reset()
 		got = 0
 		next++

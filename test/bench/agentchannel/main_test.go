@@ -16,6 +16,9 @@ var profileDir = flag.String("agentbench.cpuprofile", "",
 var protoDecode = flag.Bool("agentbench.proto-decode", false,
 	"lean agents decode packed content as protobuf messages instead of taking it from gRPC's buffers (client.ContentCodec), as before issue 27")
 
+var columns = flag.Bool("agentbench.columns", true,
+	"lean agents name the columns capability and take a full manifest as columns, as agent/client does; false: as a per-file manifest, as before issue 27's fourth session")
+
 func TestMain(m *testing.M) {
 	raiseFileLimit()
 	if os.Getenv(envRole) == roleServer {
