@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"unsafe"
 
 	"github.com/gatehouse-dev/gatehouse/internal/snapshot"
 )
@@ -51,14 +52,13 @@ func (c *ManifestColumns) Files() ([]snapshot.FileMeta, error) {
 			n, len(c.GetModes()), len(c.GetKinds()), len(c.GetSha256()))
 	}
 	paths := string(c.GetPaths())
-	var hexes strings.Builder
-	hexes.Grow(64 * n)
-	var buf [64]byte
-	for i := range n {
-		hex.Encode(buf[:], c.GetSha256()[32*i:32*i+32])
-		hexes.Write(buf[:])
-	}
-	sums := hexes.String()
+	// Every hash in hex at once, into a buffer nothing writes to again, so
+	// the string can share it: at a cold start of 1,000 agents the hashes
+	// written 64 bytes at a time into a strings.Builder were a third of
+	// this function (docs/performance.md, issue 27 §1, fourth session).
+	hexes := make([]byte, hex.EncodedLen(len(c.GetSha256())))
+	hex.Encode(hexes, c.GetSha256())
+	sums := unsafe.String(unsafe.SliceData(hexes), len(hexes))
 	files := make([]snapshot.FileMeta, n)
 	for i := range files {
 		end := strings.IndexByte(paths, 0)
