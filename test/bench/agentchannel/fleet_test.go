@@ -81,11 +81,12 @@ func (f *fleet) prepare() error {
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-			// Fixed flow-control windows instead of gRPC's dynamic ones
-			// (up to 16 MB a stream): a thousand lean agents share this
-			// process's CPU, fall behind reading, and with dynamic windows
+			// The real agent's fixed flow-control windows
+			// (client.StreamWindowBytes), unless -agentbench.lean-window
+			// says otherwise. With gRPC's dynamic ones (up to 16 MB a
+			// stream) a thousand lean agents, falling behind reading,
 			// buffered a whole 10 MB download each, 10 GB in all.
-			grpc.WithStaticStreamWindowSize(1 << 20), grpc.WithStaticConnWindowSize(2 << 20),
+			grpc.WithStaticStreamWindowSize(int32(*leanWindow)), grpc.WithStaticConnWindowSize(2 * int32(*leanWindow)),
 			// As agent/client: no read buffer on top of TLS's.
 			grpc.WithReadBufferSize(0),
 		}
@@ -365,12 +366,19 @@ func (vs *versionSets) get(version string, files func() []*agentv1.FileMeta) *ve
 }
 
 // leanAgent speaks the agent protocol as agent/client does — its own
-// token, connect request with the delta and packed capabilities, the newest
-// announcement wins, deltas applied to the version it holds (else a
+// token and TLS connection with the real agent's flow-control windows and
+// no read buffer, connect request with the delta, packed, inline and
+// columns capabilities, the newest announcement wins, a full manifest
+// decoded and converted to the snapshot model (ManifestColumns.Files) by
+// every agent, deltas applied to the version it holds (else a
 // ManifestRequest), a Download by bitmap of only the files whose content it
-// lacks, every file's SHA-256 and the stream checksum verified, WRITTEN
-// then APPLIED — but writes nothing to disk and keeps no content: what a real agent does with the volume is measured by
-// the real agents and by the agent process.
+// lacks through the same ContentCodec, every file's SHA-256 and the stream
+// checksum verified, WRITTEN then APPLIED — but writes nothing to disk and
+// keeps no content, does not validate the manifest against the volume's
+// limits (paths, sizes: sidecar.Manifest.Validate), and shares one copy of
+// each version's file list with the other lean agents once decoded: what a
+// real agent does with the volume is measured by the real agents and by the
+// agent process.
 type leanAgent struct {
 	idx int
 	f   *fleet
