@@ -105,8 +105,11 @@ func FuzzAnnouncement(f *testing.F) {
 	seed, _ := proto.Marshal(&agentv1.ConfigAvailable{Version: "v1", Manifest: &agentv1.Manifest{Files: []*agentv1.FileMeta{
 		{Path: "config/a.json", Sha256: sha("x"), Size: 1, Mode: 0o644, Kind: agentv1.FileKind_FILE_KIND_CONFIG},
 	}}})
+	cols, _ := rawColumns(&agentv1.FileMeta{Path: "config/a.json", Sha256: sha("x"), Size: 1, Mode: 0o644, Kind: agentv1.FileKind_FILE_KIND_CONFIG})
+	colsSeed, _ := proto.Marshal(&agentv1.ConfigAvailable{Version: "v1", ManifestColumns: cols})
 	chunk, _ := proto.Marshal(&agentv1.DataChunk{Chunk: &agentv1.DataChunk_Content{Content: []byte("x")}})
 	f.Add(seed, []byte{}, true)
+	f.Add(colsSeed, []byte{}, true)
 	f.Add(seed, chunk, true)
 	f.Fuzz(func(t *testing.T, announcement, chunk []byte, packed bool) {
 		var c agentv1.ConfigAvailable
