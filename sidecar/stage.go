@@ -340,6 +340,11 @@ type FileWriter struct {
 	file *os.File
 	h    hash.Hash
 	n    int64
+	// sum and hexSum hold the hash at Finish: a cold start finishes 10,000
+	// files per agent, and the hash's two allocations per file added up
+	// across a fleet (docs/performance.md, issue 27).
+	sum    [sha256.Size]byte
+	hexSum [2 * sha256.Size]byte
 }
 
 // Write appends p; more bytes than the manifest's size are refused.
@@ -366,8 +371,9 @@ func (fw *FileWriter) Finish() error {
 	if fw.n != fw.f.Size {
 		return fmt.Errorf("%s: %d bytes, manifest says %d", fw.f.Path, fw.n, fw.f.Size)
 	}
-	if got := hex.EncodeToString(fw.h.Sum(nil)); got != fw.f.SHA256 {
-		return fmt.Errorf("%s: sha256 %s, manifest says %s", fw.f.Path, got, fw.f.SHA256)
+	hex.Encode(fw.hexSum[:], fw.h.Sum(fw.sum[:0]))
+	if string(fw.hexSum[:]) != fw.f.SHA256 {
+		return fmt.Errorf("%s: sha256 %s, manifest says %s", fw.f.Path, fw.hexSum[:], fw.f.SHA256)
 	}
 	if err := fw.file.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %w", fw.f.Path, err)

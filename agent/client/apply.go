@@ -220,11 +220,40 @@ func (a *Agent) install(ctx context.Context, rpc agentv1.CommanderClient, packed
 // toManifest converts and validates a full announcement. Per-file problems
 // are returned as FileErrors so the controller's registry can show them.
 func toManifest(c *agentv1.ConfigAvailable, l sidecar.Limits) (*sidecar.Manifest, []*agentv1.FileError, error) {
-	files, fileErrs, err := toFiles(c.GetVersion(), c.GetManifest().GetFiles())
+	cols := c.GetManifestColumns()
+	if cols == nil {
+		files, fileErrs, err := toFiles(c.GetVersion(), c.GetManifest().GetFiles())
+		if err != nil {
+			return nil, fileErrs, err
+		}
+		return newManifest(c.GetVersion(), files, l)
+	}
+	if c.GetManifest() != nil {
+		return nil, nil, fmt.Errorf("announcement of version %q has both a manifest and its columns", c.GetVersion())
+	}
+	files, err := cols.Files()
 	if err != nil {
+		return nil, nil, fmt.Errorf("manifest of version %q: %w", c.GetVersion(), err)
+	}
+	var fileErrs []*agentv1.FileError
+	for _, f := range files {
+		if err := sidecar.ValidatePath(f.Path); err != nil {
+			fileErrs = append(fileErrs, &agentv1.FileError{Path: f.Path, Error: err.Error()})
+		}
+	}
+	if err := badFiles(c.GetVersion(), fileErrs); err != nil {
 		return nil, fileErrs, err
 	}
 	return newManifest(c.GetVersion(), files, l)
+}
+
+// badFiles is the error for a manifest with per-file problems, nil without.
+func badFiles(version string, fileErrs []*agentv1.FileError) error {
+	if len(fileErrs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("manifest of version %q has %d bad file(s), first: %s: %s",
+		version, len(fileErrs), fileErrs[0].GetPath(), fileErrs[0].GetError())
 }
 
 // toFiles converts announced entries, checking each one's kind and path:
@@ -244,9 +273,8 @@ func toFiles(version string, wire []*agentv1.FileMeta) ([]snapshot.FileMeta, []*
 		}
 		files = append(files, f)
 	}
-	if len(fileErrs) > 0 {
-		return nil, fileErrs, fmt.Errorf("manifest of version %q has %d bad file(s), first: %s: %s",
-			version, len(fileErrs), fileErrs[0].GetPath(), fileErrs[0].GetError())
+	if err := badFiles(version, fileErrs); err != nil {
+		return nil, fileErrs, err
 	}
 	return files, nil, nil
 }

@@ -38,11 +38,45 @@ func TestToManifestRefusesHostileFiles(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("toManifest error %v, want one naming %q", err, tt.want)
 			}
+			// The same files as columns (a hash that is not hex has no
+			// column form: the column holds raw bytes).
+			cols, ok := rawColumns(ok, tt.file)
+			if !ok {
+				return
+			}
+			_, _, err = toManifest(&agentv1.ConfigAvailable{Version: "v1", ManifestColumns: cols}, sidecar.DefaultLimits())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("toManifest of columns: error %v, want one naming %q", err, tt.want)
+			}
 		})
 	}
 	if _, _, err := toManifest(&agentv1.ConfigAvailable{Version: "v1", Manifest: &agentv1.Manifest{Files: []*agentv1.FileMeta{ok}}}, sidecar.DefaultLimits()); err != nil {
 		t.Fatalf("a sound manifest was refused: %v", err)
 	}
+	cols, _ := rawColumns(ok)
+	if _, _, err := toManifest(&agentv1.ConfigAvailable{Version: "v1", ManifestColumns: cols}, sidecar.DefaultLimits()); err != nil {
+		t.Fatalf("a sound manifest's columns were refused: %v", err)
+	}
+	both := &agentv1.ConfigAvailable{Version: "v1", ManifestColumns: cols, Manifest: &agentv1.Manifest{Files: []*agentv1.FileMeta{ok}}}
+	if _, _, err := toManifest(both, sidecar.DefaultLimits()); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("a manifest with its columns too: error %v", err)
+	}
+}
+
+// rawColumns is entries as columns, whatever they hold, as a hostile server
+// could send them; false if a hash is not hex.
+func rawColumns(entries ...*agentv1.FileMeta) (*agentv1.ManifestColumns, bool) {
+	c := &agentv1.ManifestColumns{}
+	for _, e := range entries {
+		sum, err := hex.DecodeString(e.GetSha256())
+		if err != nil || len(sum) != 32 {
+			return nil, false
+		}
+		c.Paths = append(append(c.Paths, e.GetPath()...), 0)
+		c.Sha256 = append(c.Sha256, sum...)
+		c.Sizes, c.Modes, c.Kinds = append(c.Sizes, e.GetSize()), append(c.Modes, e.GetMode()), append(c.Kinds, e.GetKind())
+	}
+	return c, true
 }
 
 func TestBackoffIsCappedAndJittered(t *testing.T) {
@@ -71,8 +105,11 @@ func FuzzAnnouncement(f *testing.F) {
 	seed, _ := proto.Marshal(&agentv1.ConfigAvailable{Version: "v1", Manifest: &agentv1.Manifest{Files: []*agentv1.FileMeta{
 		{Path: "config/a.json", Sha256: sha("x"), Size: 1, Mode: 0o644, Kind: agentv1.FileKind_FILE_KIND_CONFIG},
 	}}})
+	cols, _ := rawColumns(&agentv1.FileMeta{Path: "config/a.json", Sha256: sha("x"), Size: 1, Mode: 0o644, Kind: agentv1.FileKind_FILE_KIND_CONFIG})
+	colsSeed, _ := proto.Marshal(&agentv1.ConfigAvailable{Version: "v1", ManifestColumns: cols})
 	chunk, _ := proto.Marshal(&agentv1.DataChunk{Chunk: &agentv1.DataChunk_Content{Content: []byte("x")}})
 	f.Add(seed, []byte{}, true)
+	f.Add(colsSeed, []byte{}, true)
 	f.Add(seed, chunk, true)
 	f.Fuzz(func(t *testing.T, announcement, chunk []byte, packed bool) {
 		var c agentv1.ConfigAvailable

@@ -84,6 +84,7 @@ type receiver struct {
 	next   int                 // index in files of the file being received
 	cur    *sidecar.FileWriter // nil between files
 	sum    hash.Hash           // over the hashes of the files finished, as the header's checksum
+	line   []byte              // scratch for one hash's line of sum
 	bytes  int64
 }
 
@@ -233,7 +234,8 @@ func (r *receiver) close() error {
 	if err := fw.Finish(); err != nil {
 		return fmt.Errorf("%w (corrupted in transit?)", err)
 	}
-	_, _ = r.sum.Write([]byte(r.files[r.next].SHA256 + "\n"))
+	r.line = append(append(r.line[:0], r.files[r.next].SHA256...), '\n')
+	_, _ = r.sum.Write(r.line)
 	r.next++
 	return nil
 }

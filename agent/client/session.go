@@ -142,7 +142,7 @@ func (a *Agent) work(ctx context.Context, rpc agentv1.CommanderClient, s *stream
 }
 
 func (a *Agent) capabilities() []string {
-	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline}
+	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline, agentv1.CapabilityColumns}
 	if a.confirm != nil {
 		caps = append(caps, agentv1.CapabilityConfirm)
 	}

@@ -168,7 +168,7 @@ func (s *Server) sendLoop(stream grpc.BidiStreamingServer[agentv1.Command, agent
 // by every agent (see published.fullAnnouncement).
 func (s *Server) announce(stream grpc.BidiStreamingServer[agentv1.Command, agentv1.Command], c *agentConn, snap, base *published) error {
 	if base != nil {
-		if ca, delta := snap.announcement(base, c.inline); delta {
+		if ca, delta := snap.announcement(base, c.features); delta {
 			msgID := s.nextMessageID()
 			s.noteSent(c, msgID, snap.version)
 			cmd := &agentv1.Command{Metadata: s.metadata(msgID, "", c.rec.id)}
@@ -181,7 +181,7 @@ func (s *Server) announce(stream grpc.BidiStreamingServer[agentv1.Command, agent
 			return nil
 		}
 	}
-	full, err := snap.fullAnnouncement(stream, s.msgPrefix, s.now())
+	full, err := snap.fullAnnouncement(stream, s.msgPrefix, s.now(), c.features)
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}

@@ -42,19 +42,22 @@ const maxInlineBytes = 64 << 10
 
 // announcement builds the ConfigAvailable for this version with the
 // manifest or, when base is set and the delta from it is the smaller, the
-// delta, either pre-encoded (see encodeManifestField). delta says which.
+// delta, either pre-encoded (see encodeAnnouncementField). delta says which.
 // A one-file change of a 10,000-file version is a 200-byte delta against a
 // 1 MB manifest; sending the manifest to 1,000 agents cost the server over
 // a second of CPU per change and a gigabyte on the wire.
 // With inline (the agent's capability), a delta carries the changed files'
 // content when it is small; whether to send a delta at all is decided
 // without it.
-func (s *published) announcement(base *published, inline bool) (ca *agentv1.ConfigAvailable, delta bool) {
+func (s *published) announcement(base *published, f agentFeatures) (ca *agentv1.ConfigAvailable, delta bool) {
 	wire := s.manifestWire
+	if f.columns {
+		wire = s.columnsWire
+	}
 	if base != nil && base != s {
 		if d := s.deltaFrom(base); d != nil && len(d.wire) < len(wire) {
 			wire, delta = d.wire, true
-			if inline && d.inlined != nil {
+			if f.inline && d.inlined != nil {
 				wire = d.inlined
 			}
 		}
@@ -80,11 +83,14 @@ type preparedAnnouncement struct {
 
 // fullAnnouncement returns the prepared full announcement, encoding it with
 // stream's codec on the first call.
-func (s *published) fullAnnouncement(stream grpc.ServerStream, msgPrefix string, now time.Time) (*preparedAnnouncement, error) {
+func (s *published) fullAnnouncement(stream grpc.ServerStream, msgPrefix string, now time.Time, f agentFeatures) (*preparedAnnouncement, error) {
 	p := &s.full
+	if f.columns {
+		p = &s.fullColumns
+	}
 	p.once.Do(func() {
 		p.msgID = msgPrefix + "v-" + s.version[:16]
-		ca, _ := s.announcement(nil, false)
+		ca, _ := s.announcement(nil, f)
 		cmd := &agentv1.Command{
 			Metadata: &agentv1.Metadata{MessageId: p.msgID, Timestamp: timestamppb.New(now)},
 			Payload:  &agentv1.Command_ConfigAvailable{ConfigAvailable: ca},

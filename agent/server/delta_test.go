@@ -62,7 +62,7 @@ func TestDeltaAnnouncement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, n := testPublished(t, base), testPublished(t, tt.next)
-			ca, delta := n.announcement(b, false)
+			ca, delta := n.announcement(b, agentFeatures{})
 			got := decodeAnnouncement(t, ca)
 			if delta != tt.wantDelta || got.GetVersion() != n.version {
 				t.Fatalf("delta %v, version %s; want %v, %s", delta, got.GetVersion(), tt.wantDelta, n.version)
@@ -168,7 +168,7 @@ func TestDeltaContentInline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := testPublished(t, tt.next)
-			ca, delta := n.announcement(base, tt.inline)
+			ca, delta := n.announcement(base, agentFeatures{inline: tt.inline})
 			if !delta {
 				t.Fatal("not a delta")
 			}
@@ -184,5 +184,24 @@ func TestDeltaContentInline(t *testing.T) {
 				t.Fatalf("%d contents for %d changed entries", len(content), len(got.GetChanged()))
 			}
 		})
+	}
+}
+
+// An agent that takes columns gets the full manifest as columns, the same
+// files; any other agent gets the per-file manifest.
+func TestFullAnnouncementInColumns(t *testing.T) {
+	p := testPublished(t, map[string]string{"apps/a.json": "a", "policy/p.rego": "p", "secrets/s/k": "s"})
+	ca, delta := p.announcement(nil, agentFeatures{columns: true})
+	got := decodeAnnouncement(t, ca)
+	if delta || got.GetManifest() != nil || got.GetManifestColumns() == nil {
+		t.Fatalf("columns agent got delta %v, manifest %v, columns %v", delta, got.GetManifest(), got.GetManifestColumns())
+	}
+	files, err := got.GetManifestColumns().Files()
+	if err != nil || !slices.Equal(files, p.files) {
+		t.Fatalf("columns gave %+v, %v; want %+v", files, err, p.files)
+	}
+	old := decodeAnnouncement(t, func() *agentv1.ConfigAvailable { ca, _ := p.announcement(nil, agentFeatures{}); return ca }())
+	if old.GetManifestColumns() != nil || !proto.Equal(old.GetManifest(), p.manifest) {
+		t.Fatal("an agent without the capability did not get exactly the manifest")
 	}
 }

@@ -159,12 +159,18 @@ type agentConn struct {
 	// full because it lacked the base of a delta.
 	delta    bool
 	needFull bool
-	// inline says the agent takes a small delta's content in the
-	// announcement (set at connect).
-	inline bool
+	// features are the agent's announcement features (set at connect).
+	features agentFeatures
 	// sent maps the message ids of announcements awaiting a final status
 	// to what they announced; guarded by Server.mu.
 	sent map[string]sentAnnouncement
+}
+
+// agentFeatures are the forms of announcement an agent takes besides the
+// oldest (agentv1's capabilities).
+type agentFeatures struct {
+	inline  bool // a small delta's content in the announcement
+	columns bool // the full manifest as columns
 }
 
 type sentAnnouncement struct {
@@ -294,7 +300,10 @@ func (s *Server) register(ctx context.Context, id *authn.Identity, req *agentv1.
 		sent:    map[string]sentAnnouncement{},
 	}
 	c.delta = slices.Contains(req.GetCapabilities(), agentv1.CapabilityDelta)
-	c.inline = c.delta && slices.Contains(req.GetCapabilities(), agentv1.CapabilityInline)
+	c.features = agentFeatures{
+		inline:  c.delta && slices.Contains(req.GetCapabilities(), agentv1.CapabilityInline),
+		columns: slices.Contains(req.GetCapabilities(), agentv1.CapabilityColumns),
+	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	if !id.Expiry.IsZero() {
 		// Re-authenticate when the token expires: the agent reconnects

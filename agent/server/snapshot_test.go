@@ -109,7 +109,7 @@ func BenchmarkAnnouncement(b *testing.B) {
 }
 
 func fullAnnouncement(snap *published) *agentv1.ConfigAvailable {
-	ca, _ := snap.announcement(nil, false)
+	ca, _ := snap.announcement(nil, agentFeatures{})
 	return ca
 }
 

@@ -16,4 +16,7 @@ const (
 	// CapabilityInline: the agent takes the content of a small delta's
 	// changed files in ConfigAvailable.content instead of downloading it.
 	CapabilityInline = "inline"
+	// CapabilityColumns: the agent takes a full announcement's manifest as
+	// ConfigAvailable.manifest_columns.
+	CapabilityColumns = "columns"
 )

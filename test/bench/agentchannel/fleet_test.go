@@ -81,11 +81,12 @@ func (f *fleet) prepare() error {
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-			// Fixed flow-control windows instead of gRPC's dynamic ones
-			// (up to 16 MB a stream): a thousand lean agents share this
-			// process's CPU, fall behind reading, and with dynamic windows
+			// The real agent's fixed flow-control windows
+			// (client.StreamWindowBytes), unless -agentbench.lean-window
+			// says otherwise. With gRPC's dynamic ones (up to 16 MB a
+			// stream) a thousand lean agents, falling behind reading,
 			// buffered a whole 10 MB download each, 10 GB in all.
-			grpc.WithStaticStreamWindowSize(1 << 20), grpc.WithStaticConnWindowSize(2 << 20),
+			grpc.WithStaticStreamWindowSize(int32(*leanWindow)), grpc.WithStaticConnWindowSize(2 * int32(*leanWindow)),
 			// As agent/client: no read buffer on top of TLS's.
 			grpc.WithReadBufferSize(0),
 		}
@@ -365,12 +366,19 @@ func (vs *versionSets) get(version string, files func() []*agentv1.FileMeta) *ve
 }
 
 // leanAgent speaks the agent protocol as agent/client does — its own
-// token, connect request with the delta and packed capabilities, the newest
-// announcement wins, deltas applied to the version it holds (else a
+// token and TLS connection with the real agent's flow-control windows and
+// no read buffer, connect request with the delta, packed, inline and
+// columns capabilities, the newest announcement wins, a full manifest
+// decoded and converted to the snapshot model (ManifestColumns.Files) by
+// every agent, deltas applied to the version it holds (else a
 // ManifestRequest), a Download by bitmap of only the files whose content it
-// lacks, every file's SHA-256 and the stream checksum verified, WRITTEN
-// then APPLIED — but writes nothing to disk and keeps no content: what a real agent does with the volume is measured by
-// the real agents and by the agent process.
+// lacks through the same ContentCodec, every file's SHA-256 and the stream
+// checksum verified, WRITTEN then APPLIED — but writes nothing to disk and
+// keeps no content, does not validate the manifest against the volume's
+// limits (paths, sizes: sidecar.Manifest.Validate), and shares one copy of
+// each version's file list with the other lean agents once decoded: what a
+// real agent does with the volume is measured by the real agents and by the
+// agent process.
 type leanAgent struct {
 	idx int
 	f   *fleet
@@ -425,7 +433,7 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 	if err := send(&agentv1.Command{Payload: &agentv1.Command_ConnectRequest{ConnectRequest: &agentv1.AgentConnectRequest{
 		AgentId: benchAgentID(a.idx), Pod: &agentv1.PodRef{Name: fmt.Sprintf("gatehouse-proxy-%05d", a.idx), Namespace: "gatehouse-system"},
 		AgentVersion: "bench-lean", CurrentVersion: current,
-		Capabilities: []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline},
+		Capabilities: leanCapabilities(),
 	}}}, ""); err != nil {
 		return err
 	}
@@ -470,6 +478,16 @@ func (a *leanAgent) session(ctx context.Context, rpc agentv1.CommanderClient) er
 			}
 		}
 	}
+}
+
+// leanCapabilities are a real agent's, less confirm (no proxy here) and
+// less columns with -agentbench.columns=false.
+func leanCapabilities() []string {
+	caps := []string{agentv1.CapabilityDelta, agentv1.CapabilityPacked, agentv1.CapabilityInline}
+	if *columns {
+		caps = append(caps, agentv1.CapabilityColumns)
+	}
+	return caps
 }
 
 func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *leanAnnouncement, send func(*agentv1.Command, string) error) {
@@ -529,6 +547,16 @@ func (a *leanAgent) apply(ctx context.Context, rpc agentv1.CommanderClient, an *
 func (a *leanAgent) versionSet(c *agentv1.ConfigAvailable) *versionSet {
 	if c.GetBaseVersion() == "" {
 		files := c.GetManifest().GetFiles()
+		if cols := c.GetManifestColumns(); cols != nil {
+			// Every agent reads the columns, as a real one does; the
+			// set is built once.
+			decoded, err := cols.Files()
+			if err != nil {
+				a.f.problems.add(fmt.Sprintf("%s: %v", benchAgentID(a.idx), err))
+				return nil
+			}
+			return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta { return agentv1.NewManifest(decoded).GetFiles() })
+		}
 		return a.f.sets.get(c.GetVersion(), func() []*agentv1.FileMeta { return files })
 	}
 	base := a.have.Load()
@@ -611,12 +639,19 @@ func (a *leanAgent) download(ctx context.Context, rpc agentv1.CommanderClient, v
 	next := 0
 	file := sha256.New()
 	var got uint64 // bytes of files[want[next]] so far
+	// As sidecar.FileWriter and the agent's receiver: the hash and its
+	// checksum line without an allocation per file.
+	var sum [sha256.Size]byte
+	var hexSum [2 * sha256.Size]byte
+	var line []byte
 	finish := func() error {
 		f := files[want[next]]
-		if hex.EncodeToString(file.Sum(nil)) != f.GetSha256() {
+		hex.Encode(hexSum[:], file.Sum(sum[:0]))
+		if string(hexSum[:]) != f.GetSha256() {
 			return fmt.Errorf("file %s does not verify", f.GetPath())
 		}
-		total.Write([]byte(f.GetSha256() + "\n")) // the header's checksum covers the file hashes in order
+		line = append(append(line[:0], f.GetSha256()...), '\n')
+		total.Write(line) // the header's checksum covers the file hashes in order
 		file.Reset()
 		got = 0
 		next++

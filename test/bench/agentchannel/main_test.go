@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/agent/client"
 )
 
 var profileDir = flag.String("agentbench.cpuprofile", "",
@@ -15,6 +17,12 @@ var profileDir = flag.String("agentbench.cpuprofile", "",
 
 var protoDecode = flag.Bool("agentbench.proto-decode", false,
 	"lean agents decode packed content as protobuf messages instead of taking it from gRPC's buffers (client.ContentCodec), as before issue 27")
+
+var columns = flag.Bool("agentbench.columns", true,
+	"lean agents name the columns capability and take a full manifest as columns, as agent/client does; false: as a per-file manifest, as before issue 27's fourth session")
+
+var leanWindow = flag.Int("agentbench.lean-window", client.StreamWindowBytes,
+	"the lean agents' static HTTP/2 stream window in bytes (the connection's is twice it), outside the light scale fleets; the default is agent/client's")
 
 func TestMain(m *testing.M) {
 	raiseFileLimit()
