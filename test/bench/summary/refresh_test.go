@@ -275,3 +275,25 @@ func TestReadTableRefusesARowItCannotRead(t *testing.T) {
 		t.Error("a three-cell row was read")
 	}
 }
+
+// TestMakeBenchWritesTheRunLinesTheSummaryReads holds the Makefile's bench
+// target to the run lines readRuns reads, and to its two knobs.
+func TestMakeBenchWritesTheRunLinesTheSummaryReads(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := string(raw)
+	for _, want := range []string{
+		`echo "` + startPrefix + `$$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=`, " go=", " cores=", " load=$$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' /)",
+		`echo "` + commandPrefix + `make bench`,
+		`echo "` + endPrefix + `$$(date -u +%Y-%m-%dT%H:%M:%SZ) load=`,
+		"-bench '$(BENCH_RUN)'", "$(BENCH_PKGS) | tee -a bin/bench.txt",
+		"BENCH_PKGS ?= ./...", "BENCH_RUN  ?= .",
+		"go run ./test/bench/summary -in bin/bench.txt",
+	} {
+		if !strings.Contains(strings.ReplaceAll(mk, "$(GO)", "go"), want) {
+			t.Errorf("the Makefile's bench target lacks %q", want)
+		}
+	}
+}
