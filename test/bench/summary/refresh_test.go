@@ -150,13 +150,18 @@ BenchmarkProxyLoad-2   1   0.95 bare-cpu-ratio-worst   100 bare-cpu-us/req   0 f
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := summarize(t, base, tc.part)
+			partRuns, _ := readRuns(strings.NewReader(tc.part), testFallback)
 			before, _ := readTable(base)
 			for _, k := range before.order {
 				old := before.rows[k]
 				now := rowOf(t, got, old[1])
-				if want, refreshed := tc.want[old[1]]; refreshed {
-					if now != want {
-						t.Errorf("refreshed row\n got %q\nwant %q", now, want)
+				pts := rowNamed(t, old[1]).measure(partRuns)
+				if want, listed := tc.want[old[1]]; listed && now != want {
+					t.Errorf("refreshed row\n got %q\nwant %q", now, want)
+				}
+				if len(pts) > 0 { // the part ran its benchmark: refreshed
+					if now[6] != runIDs(pts) {
+						t.Errorf("a row the run measured names %q, not the run", now[6])
 					}
 					if now[3] == old[3] && now[6] == old[6] {
 						t.Errorf("refreshed row kept its old figure and run: %q", now)
@@ -169,6 +174,17 @@ BenchmarkProxyLoad-2   1   0.95 bare-cpu-ratio-worst   100 bare-cpu-us/req   0 f
 			}
 		})
 	}
+}
+
+func rowNamed(t *testing.T, figure string) row {
+	t.Helper()
+	for _, r := range rows {
+		if r.figure == figure {
+			return r
+		}
+	}
+	t.Fatalf("no row %q", figure)
+	return row{}
 }
 
 func TestRowsNoRunMeasuredSayNotMeasuredYet(t *testing.T) {
