@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,6 +66,7 @@ func sharedCluster(t testing.TB) *cluster {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse() // -e2e.bin-dir is read before m.Run
 	os.Exit(run(m))
 }
 
@@ -150,9 +152,26 @@ var binaries struct {
 	gatehouse, agent, prx string
 }
 
-// buildBinaries builds the three binaries in parallel and returns
-// gatehouse's path.
+// prebuiltBins names a directory of the three binaries built beforehand, so
+// that a benchmark run under the bench lock (BenchmarkFullStackSoak)
+// measures instead of compiling.
+var prebuiltBins = flag.String("e2e.bin-dir", "",
+	"use the gatehouse, gatehouse-agent and gatehouse-proxy binaries in this directory instead of building them (go build -o DIR/ ./cmd/gatehouse ./cmd/gatehouse-agent ./cmd/gatehouse-proxy)")
+
+// buildBinaries builds the three binaries in parallel (or takes those of
+// -e2e.bin-dir) and returns gatehouse's path.
 func buildBinaries() (string, error) {
+	if dir := *prebuiltBins; dir != "" {
+		binaries.gatehouse = filepath.Join(dir, "gatehouse")
+		binaries.agent = filepath.Join(dir, "gatehouse-agent")
+		binaries.prx = filepath.Join(dir, "gatehouse-proxy")
+		for _, bin := range []string{binaries.gatehouse, binaries.agent, binaries.prx} {
+			if _, err := os.Stat(bin); err != nil {
+				return "", fmt.Errorf("-e2e.bin-dir: %w", err)
+			}
+		}
+		return binaries.gatehouse, nil // binaries.dir stays empty: not removed
+	}
 	dir, err := os.MkdirTemp("", "gatehouse-e2e-bin-")
 	if err != nil {
 		return "", err

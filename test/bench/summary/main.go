@@ -1,10 +1,17 @@
-// Command summary reads the output of `go test -bench` over the whole
-// module (what make bench runs) and writes one table into
+// Command summary reads the output of `go test -bench` (what make bench
+// runs, over the whole module or a part of it) and writes one table into
 // docs/performance.md: every headline figure beside its target and beside
-// a baseline measured in the same run, with a verdict. The table replaces
-// the one between the summary markers, or is put under the title.
+// a baseline measured in the same run, with a verdict and the run that
+// measured it. The rows of the benchmarks the input ran are written from
+// it; every other row keeps the figure and run the document has for it; a
+// row whose benchmark ran without reporting its metric, or that no run has
+// measured, says "not measured yet". The header lists each run a row names
+// (time, commit, go version, load average at the start and the end, from
+// the run lines make bench writes around the output: see runs.go). The
+// table replaces the one between the summary markers, or is put under the
+// title.
 //
-//	go run ./test/bench/summary -in bench.txt -doc docs/performance.md
+//	go run ./test/bench/summary -in bin/bench.txt [-in more.txt ...] -doc docs/performance.md
 package main
 
 import (
@@ -14,10 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -33,49 +37,60 @@ const (
 // "<package>:<benchmark name without the -GOMAXPROCS suffix>" and unit.
 type results map[string]map[string]float64
 
-// parse reads `go test -bench` output: "pkg: PATH" lines name the package
-// of the benchmark lines after them.
+// benchParser reads `go test -bench` output line by line: "pkg: PATH"
+// lines name the package of the benchmark lines after them.
+type benchParser struct {
+	out results
+	pkg string
+}
+
+func newParser() *benchParser { return &benchParser{out: results{}} }
+
+// parse reads `go test -bench` output, every run in it together.
 func parse(r io.Reader) (results, error) {
-	out := results{}
-	pkg := ""
+	p := newParser()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
-			pkg = strings.TrimPrefix(strings.TrimSpace(p), module)
-			continue
-		}
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: Benchmark"); ok {
-			name = trimProcs("Benchmark" + strings.Fields(name)[0])
-			if out[pkg+":"+name] == nil {
-				out[pkg+":"+name] = map[string]float64{}
-			}
-			out[pkg+":"+name][failedUnit] = 1
-			continue
-		}
-		if !strings.HasPrefix(line, "Benchmark") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 4 || len(f)%2 != 0 {
-			continue // a benchmark's name printed before its log, or a failure
-		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue
-		}
-		name := trimProcs(f[0])
-		m := map[string]float64{}
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			m[f[i+1]] = v
-		}
-		out[pkg+":"+name] = m
+		p.line(sc.Text())
 	}
-	return out, sc.Err()
+	return p.out, sc.Err()
+}
+
+// line reads one line and reports whether it was a result (or a failure).
+func (p *benchParser) line(line string) bool {
+	if pkg, ok := strings.CutPrefix(line, "pkg: "); ok {
+		p.pkg = strings.TrimPrefix(strings.TrimSpace(pkg), module)
+		return false
+	}
+	if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: Benchmark"); ok {
+		name = trimProcs("Benchmark" + strings.Fields(name)[0])
+		if p.out[p.pkg+":"+name] == nil {
+			p.out[p.pkg+":"+name] = map[string]float64{}
+		}
+		p.out[p.pkg+":"+name][failedUnit] = 1
+		return true
+	}
+	if !strings.HasPrefix(line, "Benchmark") {
+		return false
+	}
+	f := strings.Fields(line)
+	if len(f) < 4 || len(f)%2 != 0 {
+		return false // a benchmark's name printed before its log, or a failure
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		return false
+	}
+	m := map[string]float64{}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			continue
+		}
+		m[f[i+1]] = v
+	}
+	p.out[p.pkg+":"+trimProcs(f[0])] = m
+	return true
 }
 
 // failedUnit marks a benchmark that failed ("--- FAIL:"): its figures are
@@ -292,6 +307,12 @@ var rows = []row{
 		measured: metric{"test/bench/proxy", "BenchmarkProxyMemory", "slim-peak-MB", 0},
 		target:   "≤ 100 MB", ok: atMost(100),
 		base: &metric{"test/bench/proxy", "BenchmarkProxyMemory", "one-binary-peak-MB", 0}, baseName: "`gatehouse proxy`, the one binary"},
+	// The peak under full load with the snapshot swapped every second: the
+	// heap is largest during a swap, so this is the figure the memory limit
+	// has to hold (issue 27 §2, fourth session).
+	{component: "proxy", figure: "peak RSS under full load while the snapshot changes every second, 10,000 Applications (`BenchmarkProxyLoad`)", show: "%.1f MB",
+		measured: metric{"test/bench/proxy", "BenchmarkProxyLoad", "gatehouse-peak-rss-MB", 0},
+		target:   "≤ 100 MB", ok: atMost(100)},
 	{component: "proxy", figure: "peak RSS, 100,000-Application snapshot, 5,000 projects, 1,000 clusters (`gatehouse-proxy`)", show: "%.0f MB",
 		measured: metric{"test/bench/proxy", "BenchmarkProxyScaleMemory/apps=100000", "peak-rss-MB", 0},
 		target:   "≤ 250 MB", ok: atMost(250),
@@ -347,98 +368,71 @@ var rows = []row{
 		base: &metric{"test/e2e", "BenchmarkFullStackSoak", "proxy-goroutines-start", 0}, baseName: "goroutines after the first minute", baseShow: "%.0f"},
 }
 
-// table renders the summary of a run.
-func table(r results, header string) string {
-	var b strings.Builder
-	b.WriteString(beginMarker + "\n")
-	b.WriteString(header)
-	b.WriteString("| component | figure | target | measured | same-run baseline | verdict |\n|---|---|---|---|---|---|\n")
-	for _, row := range rows {
-		v, ok := row.measured.get(r)
-		base, baseText := math.NaN(), "—"
-		if row.base != nil {
-			if bv, ok := row.base.get(r); ok {
-				base = bv
-				show := row.show
-				if row.baseShow != "" {
-					show = row.baseShow
-				}
-				baseText = fmt.Sprintf("%s: "+show, row.baseName, bv)
-			} else {
-				baseText = row.baseName + ": not run"
-			}
-		}
-		measured, verdict := "not run", "—"
-		if row.measured.failed(r) {
-			measured, verdict = "benchmark failed", "missed"
-		}
-		if ok {
-			measured = fmt.Sprintf(row.show, v)
-			verdict = "missed"
-			if row.ok(v, base) {
-				verdict = "met"
-			}
-			if row.base != nil && math.IsNaN(base) && strings.Contains(row.target, "×") {
-				verdict = "— (no baseline)"
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.component, row.figure, row.target, measured, baseText, verdict)
-	}
-	b.WriteString(endMarker + "\n")
-	return b.String()
-}
+// inputs are the -in flags: files of `go test -bench` output.
+type inputs []string
 
-// splice puts the table into the document: in place of the previous one,
-// or after the first paragraph under the title.
-func splice(doc []byte, tbl string) ([]byte, error) {
-	s := string(doc)
-	if i := strings.Index(s, beginMarker); i >= 0 {
-		j := strings.Index(s, endMarker)
-		if j < i {
-			return nil, errors.New("the summary's end marker is missing or before its start")
-		}
-		return []byte(s[:i] + tbl + s[j+len(endMarker)+1:]), nil
-	}
-	i := strings.Index(s, "\n## ")
-	if i < 0 {
-		return nil, errors.New("no section to put the summary before")
-	}
-	return []byte(s[:i+1] + "## Summary of the last `make bench`\n\n" + tbl + "\n" + s[i+1:]), nil
-}
+func (in *inputs) String() string     { return strings.Join(*in, ",") }
+func (in *inputs) Set(s string) error { *in = append(*in, s); return nil }
 
 func main() {
-	in := flag.String("in", "", "go test -bench output (default: standard input)")
+	var in inputs
+	flag.Var(&in, "in", "go test -bench output, with its run lines (repeat for several files; default: standard input)")
 	docPath := flag.String("doc", "docs/performance.md", "the document to write the table into")
-	loadStart := flag.String("load-start", "", "load average when the run started (/proc/loadavg)")
+	loadStart := flag.String("load-start", "", "load average when the run started (/proc/loadavg), for input without run lines")
 	flag.Parse()
-	if err := run(*in, *docPath, *loadStart); err != nil {
+	if err := run(in, *docPath, *loadStart); err != nil {
 		fmt.Fprintln(os.Stderr, "summary:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, docPath, loadStart string) error {
-	var src io.Reader = os.Stdin
-	if in != "" {
-		f, err := os.Open(in)
+func run(in []string, docPath, loadStart string) error {
+	fb := fallback{now: time.Now(), commit: headCommit(), loadStart: loadAvg(loadStart)}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fb.loadEnd = loadAvg(string(raw))
+	}
+	var runs []*benchRun
+	read := func(name string, r io.Reader) error {
+		rs, err := readRuns(r, fb)
+		if err != nil {
+			return fmt.Errorf("read benchmark output %s: %w", name, err)
+		}
+		runs = append(runs, rs...)
+		return nil
+	}
+	if len(in) == 0 {
+		if err := read("from standard input", os.Stdin); err != nil {
+			return err
+		}
+	}
+	for _, name := range in {
+		f, err := os.Open(name)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		src = f
+		err = read(name, f)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
 	}
-	r, err := parse(src)
-	if err != nil {
-		return fmt.Errorf("read benchmark output: %w", err)
-	}
-	if len(r) == 0 {
+	if len(runs) == 0 {
 		return errors.New("no benchmark results in the input")
 	}
+	distinctIDs(runs)
 	doc, err := os.ReadFile(docPath)
 	if err != nil {
 		return err
 	}
-	out, err := splice(doc, table(r, header(loadStart)))
+	old, err := readTable(string(doc))
+	if err != nil {
+		return fmt.Errorf("%s: %w", docPath, err)
+	}
+	tbl, dropped := summary(runs, old)
+	for _, d := range dropped {
+		fmt.Fprintf(os.Stderr, "summary: %s: a row no longer in test/bench/summary's rows, left out: %s\n", docPath, d)
+	}
+	out, err := splice(doc, tbl)
 	if err != nil {
 		return fmt.Errorf("%s: %w", docPath, err)
 	}
@@ -448,19 +442,15 @@ func run(in, docPath, loadStart string) error {
 	return os.WriteFile(docPath, out, 0o644)
 }
 
-func header(loadStart string) string {
-	commit := "unknown commit"
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		commit = "commit " + strings.TrimSpace(string(out))
-	}
-	load := ""
-	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = "; load average at the end " + strings.Join(strings.Fields(string(raw))[:3], " ")
-		if loadStart != "" {
-			load = "; load average at the start " + strings.Join(strings.Fields(loadStart)[:min(3, len(strings.Fields(loadStart)))], " ") + load
+// distinctIDs numbers runs that would otherwise share an id (the same
+// minute and commit).
+func distinctIDs(runs []*benchRun) {
+	seen := map[string]int{}
+	for _, r := range runs {
+		id := r.id()
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			r.seq = n
 		}
 	}
-	return fmt.Sprintf("Written by `make bench` on %s, %s, %s, %d cores%s. Every figure is the run's own (a median where the benchmark runs rounds); "+
-		"the baseline ran in the same run, on the same machine. The sections below have the spreads, commands and history.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), commit, runtime.Version(), runtime.NumCPU(), load)
 }

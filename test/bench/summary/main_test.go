@@ -5,7 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// testFallback describes input without run lines.
+var testFallback = fallback{now: time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC), commit: "abc1234", loadStart: "1.00 1.00 1.00", loadEnd: "2.00 2.00 2.00"}
 
 const sample = `goos: linux
 pkg: github.com/gatehouse-dev/gatehouse/controlplane
@@ -43,15 +47,18 @@ func TestParseReadsEveryMetricByPackage(t *testing.T) {
 }
 
 func TestTableGivesVerdictsAndBaselines(t *testing.T) {
-	r, _ := parse(strings.NewReader(sample))
-	tbl := table(r, "")
+	runs, err := readRuns(strings.NewReader(sample), testFallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := summary(runs, docTable{})
 	for _, want := range []string{
-		"| control plane | full snapshot build (10,000 Applications, policy compiled) | ≤ 150 ms | 65.0 ms | rebuild, nothing changed: 13.0 ms | met |",
-		"| control plane | new version after one Application changed | ≤ 20 ms | not run | rebuild, nothing changed: 13.0 ms | — |",
-		"| full stack, 10 min soak | failed extension requests (steady load on both proxies) | 0 | 0 | requests sent: 240000 | met |",
-		"| full stack, 10 min soak | goroutine growth, proxies (worst) | flat (≤ +2) | +2 | goroutines after the first minute: 41 | met |",
-		"| proxy | goroutine growth after 1,000,000 requests, outside the backend connection pool | flat (≤ +2) | benchmark failed | — | missed |",
-		"| proxy | CPU per request, everything on (authn, Rego, limits), over the tuned Go proxy's, worst of min / median / max | ≤ 1.00 × tuned httputil.ReverseProxy | 0.98 × | tuned httputil.ReverseProxy, median: 37.2 µs | met |",
+		"| control plane | full snapshot build (10,000 Applications, policy compiled) | ≤ 150 ms | 65.0 ms | rebuild, nothing changed: 13.0 ms | met | 2026-11-28 09:00 UTC, abc1234 |",
+		"| control plane | new version after one Application changed | ≤ 20 ms | not measured yet | rebuild, nothing changed: not measured yet | — | — |",
+		"| full stack, 10 min soak | failed extension requests (steady load on both proxies) | 0 | 0 | requests sent: 240000 | met | 2026-11-28 09:00 UTC, abc1234 |",
+		"| full stack, 10 min soak | goroutine growth, proxies (worst) | flat (≤ +2) | +2 | goroutines after the first minute: 41 | met | 2026-11-28 09:00 UTC, abc1234 |",
+		"| proxy | goroutine growth after 1,000,000 requests, outside the backend connection pool | flat (≤ +2) | benchmark failed | — | missed | 2026-11-28 09:00 UTC, abc1234 |",
+		"| proxy | CPU per request, everything on (authn, Rego, limits), over the tuned Go proxy's, worst of min / median / max | ≤ 1.00 × tuned httputil.ReverseProxy | 0.98 × | tuned httputil.ReverseProxy, median: 37.2 µs | met | 2026-11-28 09:00 UTC, abc1234 |",
 	} {
 		if !strings.Contains(tbl, want) {
 			t.Errorf("the table lacks\n%s\n%s", want, tbl)
@@ -69,7 +76,7 @@ func TestSpliceReplacesThePreviousSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Performance\n\nIntro.\n\n## Summary of the last `make bench`\n\n" + beginMarker + "\nnew\n" + endMarker + "\n\n## Admission\n\nText.\n"
+	want := "# Performance\n\nIntro.\n\n## Summary of `make bench`\n\n" + beginMarker + "\nnew\n" + endMarker + "\n\n## Admission\n\nText.\n"
 	if string(second) != want {
 		t.Errorf("got\n%s\nwant\n%s", second, want)
 	}
