@@ -158,20 +158,39 @@ func (p *controllerProc) measureReviews(cl *loadClient, k reviewKind, n int) (re
 	if _, err := cl.run(k.path, bodies, 400, 0); err != nil {
 		return reviewCost{}, err
 	}
-	mark := p.logs.Len()
-	before, err := testkit.CPUOf(p.pid())
-	if err != nil {
-		return reviewCost{}, err
-	}
+	sp := startSpan(p)
 	if _, err := cl.run(k.path, bodies, n, 0); err != nil {
 		return reviewCost{}, err
 	}
-	after, err := testkit.CPUOf(p.pid())
+	return sp.end(n)
+}
+
+// span is a controller's CPU and log position at the start of a
+// measurement.
+type span struct {
+	p    *controllerProc
+	cpu  time.Duration
+	mark int
+	err  error
+}
+
+func startSpan(p *controllerProc) span {
+	cpu, err := testkit.CPUOf(p.pid())
+	return span{p: p, cpu: cpu, mark: p.logs.Len(), err: err}
+}
+
+// end is the span's cost per review over n reviews, with the collections
+// that ended in it (the runtime's gctrace in the controller's log).
+func (s span) end(n int) (reviewCost, error) {
+	if s.err != nil {
+		return reviewCost{}, s.err
+	}
+	now, err := testkit.CPUOf(s.p.pid())
 	if err != nil {
 		return reviewCost{}, err
 	}
-	c := reviewCost{cpu: (after - before) / time.Duration(n)}
-	gcs := parseGCTrace(p.logs.From(mark))
+	c := reviewCost{cpu: (now - s.cpu) / time.Duration(n)}
+	gcs := parseGCTrace(s.p.logs.From(s.mark))
 	c.gcs = len(gcs)
 	for _, g := range gcs {
 		c.gcCPU += g.cpu

@@ -118,41 +118,6 @@ func measureInterleaved(ref, step side, k reviewKind, chunks int, nb neighbours,
 	return out, nil
 }
 
-// span is a controller's CPU and log position at the start of a
-// measurement.
-type span struct {
-	p    *controllerProc
-	cpu  time.Duration
-	mark int
-	err  error
-}
-
-func startSpan(p *controllerProc) span {
-	cpu, err := testkit.CPUOf(p.pid())
-	return span{p: p, cpu: cpu, mark: p.logs.Len(), err: err}
-}
-
-// end is the span's cost per review over n reviews, with the collections
-// that ended in it (the runtime's gctrace in the controller's log).
-func (s span) end(n int) (reviewCost, error) {
-	if s.err != nil {
-		return reviewCost{}, s.err
-	}
-	now, err := testkit.CPUOf(s.p.pid())
-	if err != nil {
-		return reviewCost{}, err
-	}
-	c := reviewCost{cpu: (now - s.cpu) / time.Duration(n)}
-	gcs := parseGCTrace(s.p.logs.From(s.mark))
-	c.gcs = len(gcs)
-	for _, g := range gcs {
-		c.gcCPU += g.cpu
-		c.heapMB = g.goalMB
-	}
-	c.gcCPU /= time.Duration(n)
-	return c, nil
-}
-
 // stateCounters reads the controller's snapshot builds and state changes
 // from its metrics; -1 each when they cannot be read (an older binary).
 func (p *controllerProc) stateCounters() (builds, changes float64) {
